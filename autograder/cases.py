@@ -1,0 +1,68 @@
+"""Inputs and float64 references shared by the hidden checks.
+
+References come from PyTorch itself (F.scaled_dot_product_attention,
+torch.softmax) in float64, so the checks never trust our own solution code
+for the expected values.
+"""
+import math
+
+import torch
+import torch.nn.functional as F
+
+F64 = torch.float64
+
+
+def randn(rng, *shape, dtype=F64):
+    return torch.randn(*shape, generator=rng, dtype=F64).to(dtype)
+
+
+def qkv(rng, batch=(2, 3), L=5, S=7, d_k=8, d_v=4):
+    """Random cross-attention inputs: L != S and d_k != d_v by default."""
+    return randn(rng, *batch, L, d_k), randn(rng, *batch, S, d_k), randn(rng, *batch, S, d_v)
+
+
+def random_bool_mask(rng, shape, p_keep=0.6, full_row=None):
+    """Bool mask (True = attend); `full_row` indexes a query row masked out entirely."""
+    mask = torch.rand(*shape, generator=rng) < p_keep
+    mask[..., 0] |= True  # most rows keep a key...
+    if full_row is not None:
+        mask[..., full_row, :] = False  # ...but one row keeps none
+    return mask
+
+
+def sdpa(q, k, v, mask=None):
+    """Reference output and weights, both from F.scaled_dot_product_attention."""
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    eye = torch.eye(k.shape[-2], dtype=q.dtype).expand(*k.shape[:-1], k.shape[-2])
+    weights = F.scaled_dot_product_attention(q, k, eye, attn_mask=mask)
+    return out, weights
+
+
+def softmax(x, dim=-1):
+    """torch.softmax with all -inf slices mapped to zeros (torch >= 2.5 SDPA)."""
+    out = torch.softmax(x, dim=dim)
+    return torch.nan_to_num(out, nan=0.0)
+
+
+def scores(q, k):
+    return q @ k.transpose(-2, -1)
+
+
+def scaled(scores_, d_k):
+    return scores_ / math.sqrt(d_k)
+
+
+def tolerance(reference, args, dtype, **kwargs):
+    """Tolerance for `dtype`, from the reference's own error in that dtype."""
+    from . import tolerances
+
+    lowp = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+    ref64 = reference(*args, **kwargs)
+    ref_low = reference(*lowp, **kwargs)
+    if isinstance(ref64, tuple):
+        ref64, ref_low = ref64[0], ref_low[0]
+    return tolerances.derive(ref64, ref_low, dtype)
+
+
+def cast(args, dtype):
+    return [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]

@@ -1,0 +1,228 @@
+"""Assertion helpers for the hidden checks: compare, diagnose, explain.
+
+The checks (``autograder/checks/test_*.py``) call the student's functions
+through a session and hand the results to `expect_tensor` and friends.  A
+failure raises `CheckFailed` carrying a Chinese message, the misconception
+codes that the evidence supports, and a minimal failing example; the scoring
+plugin turns that into feedback.  Nothing here runs student code.
+"""
+import torch
+
+from . import mutants, tolerances
+from .wire import TensorSpec
+
+SOFTMAX_APIS = ("softmax", "log_softmax", "softmin", "Softmax")
+SDPA_APIS = ("scaled_dot_product", "multi_head_attention", "MultiheadAttention", "_fused_sdp")
+
+
+class CheckFailed(AssertionError):
+    """A check failed for a reason we can explain to the student."""
+
+    def __init__(self, message, codes=(), example=None):
+        super().__init__(message)
+        self.message = message
+        self.codes = list(dict.fromkeys(codes))
+        self.example = example or {}
+
+
+def forbidden_codes(names):
+    codes = []
+    for name in names:
+        if any(api in name for api in SDPA_APIS):
+            codes.append("sdpa-builtin")
+        elif any(api in name for api in SOFTMAX_APIS):
+            codes.append("softmax-builtin")
+    return codes
+
+
+def require_ok(result, what):
+    """Fail unless the call returned normally without forbidden APIs."""
+    if result.forbidden:
+        names = ", ".join(dict.fromkeys(result.forbidden))
+        raise CheckFailed(f"{what}：调用了评分时禁止的 API（{names}）。", forbidden_codes(result.forbidden))
+    if not result.ok:
+        codes = []
+        text = f"{result.ename} {result.evalue}"
+        if "without overflow" in text or "overflow" in text.lower():
+            codes.append("half-overflow")
+        if "same device" in text or ("meta" in text and "device" in text):
+            codes.append("device-mismatch")
+        raise CheckFailed(f"{what}：{result.describe()}", codes)
+    return result.value
+
+
+def _describe_args(args, kwargs):
+    parts = []
+    for value in list(args) + [f"{k}={v}" for k, v in kwargs.items()]:
+        if isinstance(value, torch.Tensor):
+            parts.append(f"{str(value.dtype).replace('torch.', '')}{list(value.shape)}")
+        else:
+            parts.append(repr(value) if not isinstance(value, str) else value)
+    return ", ".join(parts)
+
+
+def _sample(t, n=4):
+    flat = t.detach().reshape(-1)[:n].to(torch.float64).tolist()
+    return "[" + ", ".join(f"{x:.4g}" for x in flat) + (", …]" if t.numel() > n else "]")
+
+
+def _first_difference(actual, expected, tol):
+    bad = ~torch.isclose(actual.to(torch.float64), expected.to(torch.float64), atol=tol.atol, rtol=tol.rtol)
+    if not bad.any():
+        return {}
+    index = tuple(int(i) for i in bad.nonzero()[0])
+    row = index[:-1]
+    return {"位置": list(index), "你的值": f"{float(actual[index]):.6g}", "期望值": f"{float(expected[index]):.6g}",
+            "你的这一行": _sample(actual[row], 6) if row else _sample(actual, 6),
+            "期望的这一行": _sample(expected[row], 6) if row else _sample(expected, 6)}
+
+
+def diagnose(function, args, kwargs, actual, expected, tol, select=None):
+    """Codes whose buggy variant reproduces `actual` but not `expected`."""
+    found = []
+    for code, makers in mutants.variants(function, args, kwargs).items():
+        for make in makers:
+            try:
+                produced = make()
+                if select is not None and produced is not None:
+                    produced = produced[select]
+            except Exception:  # noqa: BLE001 - a variant that cannot run is no evidence
+                continue
+            if produced is None or not isinstance(produced, torch.Tensor):
+                continue
+            produced = produced.to(torch.float64)
+            if produced.shape != actual.shape:
+                continue
+            matches = torch.isclose(actual.to(torch.float64), produced, atol=tol.atol, rtol=tol.rtol,
+                                    equal_nan=True).all()
+            distinct = produced.shape != expected.shape or not torch.isclose(
+                produced, expected.to(torch.float64), atol=tol.atol, rtol=tol.rtol, equal_nan=True).all()
+            if bool(matches) and bool(distinct):
+                found.append(code)
+                break
+    return found
+
+
+def expect_tensor(result, expected, *, function, args, kwargs=None, tol=None, what, select=None,
+                  dtype=None, device="cpu", diagnose_with=None):
+    """Check one returned tensor against the float64 `expected` value.
+
+    `args`/`kwargs` are the float64 inputs (for diagnosis and the example);
+    `select` picks an element when the function returns a tuple.
+    """
+    kwargs = kwargs or {}
+    value = require_ok(result, what)
+    if select is not None:
+        if not isinstance(value, (tuple, list)) or len(value) != 2:
+            raise CheckFailed(f"{what}：应返回 (output, weights) 两个张量，实际返回 {type(value).__name__}。",
+                              ["returns-not-tuple"])
+        value = value[select]
+    if not isinstance(value, TensorSpec):
+        raise CheckFailed(f"{what}：应返回 torch.Tensor，实际返回 {value!r:.80}。")
+    example = {"输入": _describe_args(args, kwargs), "期望形状": list(expected.shape), "你的形状": list(value.shape)}
+    tol = tol or tolerances.floor_for(torch.float64)
+    diag_args = diagnose_with or (args, kwargs)
+    if tuple(value.shape) != tuple(expected.shape):
+        codes = _shape_codes(function, diag_args, value, select)
+        raise CheckFailed(f"{what}：输出形状应为 {list(expected.shape)}，实际为 {list(value.shape)}。", codes, example)
+    want_dtype = str(dtype if dtype is not None else expected.dtype).replace("torch.", "")
+    if value.dtype != want_dtype:
+        raise CheckFailed(f"{what}：输出 dtype 应与输入一致（{want_dtype}），实际为 {value.dtype}。",
+                          ["dtype-changed"], example)
+    if not value.device.startswith(device):
+        raise CheckFailed(f"{what}：输出应在输入所在的设备 {device} 上，实际在 {value.device}。",
+                          ["device-mismatch"], example)
+    if value.tensor is None:
+        return value
+    actual = value.tensor
+    if tolerances.close(actual, expected, tol):
+        return value
+    example.update(_first_difference(actual, expected, tol))
+    example["误差上限"] = tol.describe()
+    codes = diagnose(function, *diag_args, actual, expected, tol, select)
+    if torch.isnan(actual.to(torch.float64)).any() and not torch.isnan(expected.to(torch.float64)).any():
+        message = f"{what}：输出里出现了 NaN。"
+    else:
+        message = f"{what}：数值与参考结果不符（最大误差 {tolerances.max_error(actual, expected):.3g}）。"
+    raise CheckFailed(message, codes, example)
+
+
+def _shape_codes(function, diag_args, value, select):
+    args, kwargs = diag_args
+    codes = []
+    for code, makers in mutants.variants(function, args, kwargs).items():
+        for make in makers:
+            try:
+                produced = make()
+                if select is not None and produced is not None:
+                    produced = produced[select]
+            except Exception:  # noqa: BLE001
+                continue
+            if isinstance(produced, torch.Tensor) and tuple(produced.shape) == tuple(value.shape):
+                codes.append(code)
+                break
+    if function == "key_padding_to_attn_mask" and value.shape != ():
+        codes.append("padding-shape")
+    if function in ("scaled_dot_product_attention", "fixed_attention", "attention_output") and len(args) >= 3:
+        q, k = args[0], args[1]
+        if len(value.shape) >= 1 and value.shape[-1] == k.shape[-1] != args[2].shape[-1]:
+            codes.append("output-used-k")
+    return codes
+
+
+def expect_unchanged_inputs(result, args, what):
+    """Inputs must come back bit-for-bit unchanged (no in-place edits)."""
+    for position, (before, after) in enumerate(zip(args, result.args_after)):
+        if not isinstance(before, torch.Tensor) or not isinstance(after, TensorSpec) or after.tensor is None:
+            continue
+        same_nan = torch.isnan(before.to(torch.float64)) & torch.isnan(after.tensor.to(torch.float64))
+        if not bool(((before == after.tensor) | same_nan).all()):
+            raise CheckFailed(f"{what}：第 {position + 1} 个输入在函数运行后被修改了。", ["inplace-mutation"])
+
+
+def expect_raises(result, exception_name, what):
+    """The call must raise `exception_name` (clear errors for bad shapes)."""
+    if result.forbidden:
+        require_ok(result, what)
+    if result.status == "raised" and result.ename == exception_name:
+        return
+    if result.status == "raised":
+        raise CheckFailed(f"{what}：应抛出 {exception_name}，实际抛出 {result.ename}: {result.evalue}",
+                          ["shape-error-missing"])
+    if result.ok:
+        raise CheckFailed(f"{what}：形状不匹配时应抛出 {exception_name}，但函数正常返回了。", ["shape-error-missing"])
+    raise CheckFailed(f"{what}：{result.describe()}")
+
+
+def expect_number(value, expected, *, what, tol=1e-3, codes_by_value=()):
+    """A hand-calculated number (or list of numbers) from the student's variables."""
+    got = _as_floats(value)
+    want = _as_floats(expected)
+    if got is None:
+        raise CheckFailed(f"{what}：还没有填写，或者不是数字（收到 {value!r:.60}）。")
+    if len(got) != len(want):
+        raise CheckFailed(f"{what}：应有 {len(want)} 个数，收到 {len(got)} 个。")
+    if all(abs(g - w) <= tol * max(1.0, abs(w)) for g, w in zip(got, want)):
+        return
+    codes = [code for code, wrong in codes_by_value
+             if len(_as_floats(wrong)) == len(got)
+             and all(abs(g - w) <= tol * max(1.0, abs(w)) for g, w in zip(got, _as_floats(wrong)))]
+    raise CheckFailed(f"{what}：答案不对。", codes, {"你的答案": [round(g, 4) for g in got]})
+
+
+def _as_floats(value):
+    if isinstance(value, TensorSpec):
+        return None if value.tensor is None else [float(x) for x in value.tensor.reshape(-1).to(torch.float64)]
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    if isinstance(value, (list, tuple)):
+        out = []
+        for item in value:
+            inner = _as_floats(item)
+            if inner is None:
+                return None
+            out.extend(inner)
+        return out
+    return None

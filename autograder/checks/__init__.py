@@ -1,0 +1,1 @@
+"""Hidden checks, one pytest module per graded part (never released)."""

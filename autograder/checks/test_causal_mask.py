@@ -1,0 +1,34 @@
+"""causal_mask(L, S, device): bool [L, S], True = may attend, top-left aligned."""
+import pytest
+import torch
+
+from autograder.checking import CheckFailed, expect_tensor
+
+PART = "causal_mask"
+FN = "causal_mask"
+
+
+def _ref(L, S):
+    return torch.ones(L, S, dtype=torch.bool).tril()
+
+
+@pytest.mark.points(2)
+def test_square(student):
+    """L = S = 4"""
+    expect_tensor(student.call(FN, 4, 4), _ref(4, 4), function=FN, args=(4, 4), what="causal_mask(4, 4)")
+
+
+@pytest.mark.points(2)
+def test_rectangular_top_left(student):
+    """L != S 时与 is_causal=True 一样左上角对齐"""
+    for L, S in ((3, 5), (5, 3)):
+        expect_tensor(student.call(FN, L, S), _ref(L, S), function=FN, args=(L, S), what=f"causal_mask({L}, {S})")
+
+
+@pytest.mark.points(1)
+def test_device_argument(student):
+    """device 参数被遵守"""
+    result = student.call(FN, 3, 3, device="meta")
+    if not result.ok or getattr(result.value, "device", "") != "meta":
+        raise CheckFailed(f"causal_mask(3, 3, device='meta') 应返回 meta 设备上的张量；{result.describe() if not result.ok else '实际在 ' + str(getattr(result.value, 'device', '?'))}",
+                          ["device-mismatch"])

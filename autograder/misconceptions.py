@@ -1,0 +1,72 @@
+"""The catalogue of known mistakes: stable codes, Chinese explanations, hints.
+
+Codes are part of the product's interface (reports count them, tests key on
+them): never rename one.  Which outputs give a code away lives in
+``mutants.py``; this module only says what the code means to a student.
+"""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Misconception:
+    code: str
+    explanation: str
+    hint: str
+
+
+_CATALOGUE = [
+    Misconception("scores-transposed", "分数矩阵的两个位置维反了：算成了 K·Qᵀ（形状 [..., S, L]），而不是 Q·Kᵀ（[..., L, S]）。",
+                  "用 q @ k.transpose(-2, -1)：行对应查询，列对应 Key。"),
+    Misconception("scale-missing", "没有把分数除以 sqrt(d_k)。", "缩放一步是 scores / math.sqrt(d_k)。"),
+    Misconception("scale-by-dk", "分数除以了 d_k，而不是 sqrt(d_k)。", "用 math.sqrt(d_k)（或 d_k ** 0.5）。"),
+    Misconception("scale-multiplied", "分数乘以了 sqrt(d_k)，方向反了。", "缩放是除法：scores / math.sqrt(d_k)。"),
+    Misconception("scale-wrong-dim", "缩放用的维度不是 d_k（用成了 d_v、L 或 S）。",
+                  "d_k 是 q 和 k 的最后一维：q.shape[-1]。"),
+    Misconception("scores-scaled-early", "attention_scores 里已经做了缩放；这个函数只应返回原始点积。",
+                  "把除以 sqrt(d_k) 留给 scale_scores。"),
+    Misconception("mask-inverted", "布尔掩码的含义用反了：把 True 当成了“屏蔽”。",
+                  "在 F.scaled_dot_product_attention 的约定里 True 表示“允许关注”，被屏蔽的是 False 的位置。"),
+    Misconception("mask-zero-fill", "被屏蔽的位置填了 0，而不是 -inf；0 是完全合法的分数，softmax 后仍有权重。",
+                  "用 float('-inf') 填充被屏蔽的位置。"),
+    Misconception("mask-after-softmax", "掩码在 softmax 之后才施加，剩下的权重不再和为 1。",
+                  "先把被屏蔽的分数设为 -inf，再做 softmax。"),
+    Misconception("mask-ignored", "掩码没有起作用：结果与不加掩码时相同。", "检查 mask 是否真的被用到了分数上。"),
+    Misconception("fully-masked-nan", "某一行的所有位置都被屏蔽时，输出了 NaN，而应输出全 0。",
+                  "-inf - (-inf) 得 NaN：行最大值为 -inf 时改用 0，并在总和为 0 时避免 0/0。"),
+    Misconception("softmax-wrong-dim", "softmax 沿错误的维度归一化（例如沿查询维），形状没错但含义变了。",
+                  "沿 Key 位置维（dim=-1）归一化，并尊重参数 dim。"),
+    Misconception("softmax-unstable", "softmax 没有先减去最大值，大分数时 exp 溢出成 inf/NaN。",
+                  "先减去沿 dim 的最大值（keepdim=True），再取 exp。"),
+    Misconception("softmax-global-max", "减去的是整个张量的最大值，而不是每个切片自己的最大值；尺度不同的行会下溢成 0/0。",
+                  "用 x.amax(dim=dim, keepdim=True)。"),
+    Misconception("softmax-builtin", "使用了内置的 softmax（torch.softmax / F.softmax / Tensor.softmax 等），本题要求手写。",
+                  "用 exp、减最大值和求和自己实现。"),
+    Misconception("sdpa-builtin", "使用了内置的注意力（F.scaled_dot_product_attention / nn.MultiheadAttention），本题要求自己组合各步。",
+                  "用你自己写的五个函数组合出注意力。"),
+    Misconception("output-used-k", "加权求和用了 K 而不是 V。", "输出是 weights @ v。"),
+    Misconception("causal-off-by-one", "因果掩码错位了一格：对角线被屏蔽，或者多看了一个未来位置。",
+                  "查询 i 可以看到 j <= i 的 Key：torch.ones(L, S).tril()。"),
+    Misconception("causal-bottom-right", "因果掩码按右下角对齐了；本题与 is_causal=True 一样按左上角对齐。",
+                  "用 tril() 且 diagonal=0，不要用 S - L 的偏移。"),
+    Misconception("padding-polarity", "padding 掩码的极性没有转换：MultiheadAttention 里 True 表示屏蔽，SDPA 里 True 表示允许。",
+                  "取反（~key_padding_mask），再变形为 [B, 1, 1, S]。"),
+    Misconception("padding-shape", "padding 掩码的形状不对，无法正确广播到 [B, H, L, S]。",
+                  "用 [:, None, None, :] 变成 [B, 1, 1, S]。"),
+    Misconception("assumes-square", "代码默认 L == S（查询数等于 Key 数）；交叉注意力里两者可以不同。",
+                  "分清 q.shape[-2]（L）与 k.shape[-2]（S）。"),
+    Misconception("inplace-mutation", "函数原地修改了输入张量。", "返回新张量：用 masked_fill 而不是 masked_fill_，不要对输入赋值。"),
+    Misconception("dtype-changed", "输出的 dtype 与输入不同（例如写死了 float32，或把 float16 变成了 float32）。",
+                  "新建张量时用 dtype=x.dtype，或用 *_like 函数。"),
+    Misconception("device-mismatch", "在函数内部新建的张量没有放到输入所在的设备上（GPU 上会报错）。",
+                  "新建张量时传 device=x.device，或用 *_like 函数。"),
+    Misconception("half-overflow", "用了 -1e9 之类的大常数：float16 放不下，会报错或溢出。", "用 float('-inf')。"),
+    Misconception("shape-error-missing", "形状不匹配时没有抛出 ValueError。", "先检查维度，再用清楚的信息 raise ValueError(...)。"),
+    Misconception("returns-not-tuple", "scaled_dot_product_attention 应返回 (output, weights) 两个张量。",
+                  "return output, weights"),
+]
+
+CATALOGUE = {m.code: m for m in _CATALOGUE}
+
+
+def lookup(code):
+    return CATALOGUE[code]

@@ -1,0 +1,315 @@
+"""The only program that runs student code: executes cells, answers calls.
+
+It runs inside the sandbox (see ``sandbox.py``) with just this file and
+``wire.py`` mounted.  The trusted grader talks to it over the original stdin
+and stdout, which are moved to private descriptors before any student code
+runs; the student's own prints go to captured cell outputs instead.
+
+Nothing here decides a grade: it only reports what the student's code did.
+"""
+import os
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wire  # noqa: E402
+
+MAX_STREAM_CHARS_PER_CELL = 20_000
+MAX_DISPLAY_BYTES_PER_CELL = 2 * 2**20
+
+# Public entry points that grading forbids inside student functions.  Each is
+# replaced by a tripwire while checks run; aten-level kernels catch aliases.
+FORBIDDEN_PY = (  # (module, class or None, attribute)
+    ("torch", None, "softmax"), ("torch", None, "log_softmax"),
+    ("torch", "Tensor", "softmax"), ("torch", "Tensor", "log_softmax"),
+    ("torch.nn.functional", None, "softmax"), ("torch.nn.functional", None, "log_softmax"),
+    ("torch.nn.functional", None, "softmin"), ("torch.special", None, "softmax"),
+    ("torch.special", None, "log_softmax"),
+    ("torch.nn.functional", None, "scaled_dot_product_attention"),
+    ("torch.nn.functional", None, "multi_head_attention_forward"),
+    ("torch.nn", "MultiheadAttention", "forward"), ("torch.nn", "Softmax", "forward"),
+)
+FORBIDDEN_ATEN = ("_softmax", "_log_softmax", "_safe_softmax",
+                  "_scaled_dot_product_flash_attention_for_cpu",
+                  "_scaled_dot_product_efficient_attention",
+                  "_scaled_dot_product_flash_attention",
+                  "_scaled_dot_product_cudnn_attention",
+                  "_fused_sdp_choice")
+
+
+class ForbiddenAPIError(RuntimeError):
+    """Raised when student code reaches a built-in softmax or attention."""
+
+
+class Runner:
+    def __init__(self, proto_in, proto_out):
+        self.proto_in, self.proto_out = proto_in, proto_out
+        self.outputs = None  # the current cell's nbformat outputs
+        self.forbidden_used = []
+        self.blocking = False
+        self.shell = None
+
+    # -- capture -----------------------------------------------------------
+    def _start_shell(self):
+        from IPython.core.displayhook import DisplayHook
+        from IPython.core.displaypub import DisplayPublisher
+        from IPython.core.interactiveshell import InteractiveShell
+
+        runner = self
+
+        class Publisher(DisplayPublisher):
+            def publish(self, data, metadata=None, *args, **kwargs):
+                runner._add_display("display_data", data, metadata or {})
+
+            def clear_output(self, wait=False):
+                if runner.outputs is not None:
+                    runner.outputs.clear()
+
+        class Hook(DisplayHook):
+            def write_format_data(self, format_dict, md_dict=None):
+                runner._add_display("execute_result", format_dict, md_dict or {})
+
+        class Shell(InteractiveShell):
+            displayhook_class = Hook
+            display_pub_class = Publisher
+
+            def _showtraceback(self, etype, evalue, stb):
+                runner._add_output({"output_type": "error", "ename": etype.__name__,
+                                    "evalue": wire._short(evalue), "traceback": stb[-40:]})
+
+            def ask_exit(self):
+                runner._stream("stderr", "exit() 在评分时被忽略。\n")
+
+        self.shell = Shell.instance(colors="NoColor", history_length=0)
+        self.shell.history_manager.enabled = False
+
+    def _add_output(self, output):
+        if self.outputs is not None:
+            self.outputs.append(output)
+
+    def _add_display(self, kind, data, metadata):
+        if self.outputs is None:
+            return
+        size = sum(len(str(v)) for v in data.values())
+        used = sum(len(str(o.get("data", ""))) for o in self.outputs)
+        if used + size > MAX_DISPLAY_BYTES_PER_CELL:
+            self._stream("stderr", "[输出过大，已截断]\n")
+            return
+        out = {"output_type": kind, "data": {k: v for k, v in data.items() if isinstance(v, str)},
+               "metadata": metadata if isinstance(metadata, dict) else {}}
+        if kind == "execute_result":
+            out["execution_count"] = None
+        self._add_output(out)
+
+    def _stream(self, name, text):
+        if self.outputs is None or not text:
+            return
+        used = sum(len(o.get("text", "")) for o in self.outputs if o["output_type"] == "stream")
+        if used >= MAX_STREAM_CHARS_PER_CELL:
+            return
+        text = text[: MAX_STREAM_CHARS_PER_CELL - used]
+        if used + len(text) >= MAX_STREAM_CHARS_PER_CELL:
+            text += "\n[输出过长，已截断]\n"
+        last = self.outputs[-1] if self.outputs else None
+        if last and last["output_type"] == "stream" and last["name"] == name:
+            last["text"] += text
+        else:
+            self.outputs.append({"output_type": "stream", "name": name, "text": text})
+
+    # -- operations --------------------------------------------------------
+    def op_exec(self, msg, blobs):
+        import warnings
+
+        self.outputs = []
+        old = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("default")
+                result = self.shell.run_cell(str(msg.get("source", "")), store_history=False)
+            flush = getattr(sys.modules.get("matplotlib_inline.backend_inline"), "flush_figures", None)
+            if flush is not None:
+                flush()
+            ok = result.success
+        finally:
+            sys.stdout, sys.stderr = old
+            outputs, self.outputs = self.outputs, None
+        return {"status": "ok" if ok else "error", "outputs": outputs}, []
+
+    def op_get(self, msg, blobs):
+        name = str(msg.get("name", ""))
+        if name not in self.shell.user_ns:
+            return {"status": "missing"}, []
+        out_blobs = []
+        return {"status": "ok", "value": wire.encode(self.shell.user_ns[name], out_blobs)}, out_blobs
+
+    def op_call(self, msg, blobs):
+        import torch
+
+        fn = self.shell.user_ns.get(str(msg.get("fn", "")))
+        if not callable(fn):
+            return {"status": "missing"}, []
+        args = [self._materialise(a, blobs) for a in msg.get("args", [])]
+        kwargs = {str(k): self._materialise(v, blobs) for k, v in msg.get("kwargs", {}).items()}
+        before = len(self.forbidden_used)
+        self.outputs = []  # swallow prints made during the call
+        old = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
+        self.blocking = bool(msg.get("block_forbidden", True))
+        started = time.perf_counter()
+        try:
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                value = fn(*args, **kwargs)
+            status, extra = "ok", {}
+        except BaseException as exc:  # noqa: BLE001 - report every failure as data
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            status = "raised"
+            tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+            extra = {"ename": type(exc).__name__, "evalue": wire._short(exc),
+                     "traceback": wire._short("".join(tb[-6:]))}
+            value = None
+        finally:
+            self.blocking = False
+            sys.stdout, sys.stderr = old
+            self.outputs = None
+        seconds = time.perf_counter() - started
+        out_blobs = []
+        reply = {"status": status, "seconds": seconds,
+                 "forbidden": self.forbidden_used[before:], **extra}
+        if status == "ok":
+            reply["value"] = wire.encode(value, out_blobs)
+        if msg.get("return_args"):
+            reply["args_after"] = [wire.encode(a, out_blobs) if isinstance(a, torch.Tensor) else None
+                                   for a in args]
+        return reply, out_blobs
+
+    @staticmethod
+    def _materialise(data, blobs):
+        value = wire.decode(data, blobs)
+        if isinstance(value, wire.TensorSpec):
+            import torch
+
+            if value.device == "meta":
+                return torch.empty(value.shape, dtype=getattr(torch, value.dtype), device="meta")
+            return value.tensor.clone().to(value.device)
+        return value
+
+    # -- forbidden APIs ----------------------------------------------------
+    def install_tripwires(self):
+        """Replace forbidden entry points by functions that record and raise."""
+        import importlib
+
+        import torch
+
+        runner = self
+
+        def tripwire(name, original):
+            def guarded(*args, **kwargs):
+                if runner.blocking:
+                    runner.forbidden_used.append(name)
+                    raise ForbiddenAPIError(f"评分时禁止使用 {name}：请自己实现这一步。")
+                return original(*args, **kwargs)
+            guarded.__name__ = getattr(original, "__name__", "guarded")
+            guarded.__doc__ = getattr(original, "__doc__", None)
+            return guarded
+
+        for module_path, class_name, attr in FORBIDDEN_PY:
+            try:
+                owner = importlib.import_module(module_path)
+                if class_name:
+                    owner = getattr(owner, class_name)
+            except Exception:  # noqa: BLE001 - an API missing in this torch is fine
+                continue
+            if hasattr(owner, attr):
+                label = ".".join(p for p in (module_path, class_name, attr) if p)
+                setattr(owner, attr, tripwire(label, getattr(owner, attr)))
+
+        self._aten_library = torch.library.Library("aten", "IMPL")  # noqa: SLF001 - kept alive
+
+        def aten_tripwire(op_name):
+            def kernel(*args, **kwargs):
+                runner.forbidden_used.append(f"aten::{op_name}")
+                raise ForbiddenAPIError(f"评分时禁止使用内置 softmax/注意力（aten::{op_name}）。")
+            return kernel
+
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for op_name in FORBIDDEN_ATEN:
+                for key in ("CPU", "CUDA", "Meta"):
+                    try:
+                        self._aten_library.impl(op_name, aten_tripwire(op_name), key)
+                    except Exception:  # noqa: BLE001 - op or key absent in this build
+                        pass
+
+    def serve(self):
+        handlers = {"exec": self.op_exec, "call": self.op_call, "get": self.op_get}
+        tripwires = False
+        while True:
+            try:
+                msg, blobs = wire.receive(self.proto_in)
+            except EOFError:
+                return
+            op = msg.get("op")
+            if op == "bye":
+                return
+            if op != "exec" and not tripwires:
+                # Installed once the notebook has run, so top-level code (e.g.
+                # the final comparison with F.scaled_dot_product_attention)
+                # still works, but student functions called by checks cannot.
+                self.install_tripwires()
+                tripwires = True
+            handler = handlers.get(op)
+            if handler is None:
+                reply, out = {"status": "bad-op"}, []
+            else:
+                reply, out = handler(msg, blobs)
+            wire.send(self.proto_out, reply, out)
+
+
+class _Stream:
+    """sys.stdout/sys.stderr replacement that records stream outputs."""
+
+    encoding = "utf-8"
+
+    def __init__(self, runner, name):
+        self.runner, self.name = runner, name
+
+    def write(self, text):
+        self.runner._stream(self.name, str(text))
+        return len(str(text))
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+
+def main():
+    # Figures show inline, as in JupyterLab, and land in the cell's outputs.
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    # Move the protocol off fds 0/1 so that C-level prints cannot corrupt it.
+    proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    proto_out = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    runner = Runner(proto_in, proto_out)
+    runner._start_shell()
+    wire.send(proto_out, {"status": "ready", "pid": os.getpid()})
+    runner.serve()
+    proto_out.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

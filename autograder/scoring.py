@@ -1,0 +1,128 @@
+"""Run the hidden checks (pytest modules) against one student session.
+
+The checks live in ``autograder/checks``; each module grades one part of the
+notebook and marks each test with its points.  `run_checks` runs pytest
+in-process with a small plugin that hands the tests a `student` session and a
+per-student seeded generator, and collects a `CheckResult` per test.  This
+process never executes student code: the session does that in the sandbox.
+"""
+import hashlib
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from .checking import CheckFailed
+
+CHECKS_DIR = Path(__file__).with_name("checks")
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CheckResult:
+    name: str
+    title: str
+    part: str
+    max_points: float
+    points: float
+    passed: bool
+    message: str = ""
+    codes: list = field(default_factory=list)
+    example: dict = field(default_factory=dict)
+    grader_error: bool = False
+
+
+@dataclass
+class PartResult:
+    part: str
+    checks: list = field(default_factory=list)
+
+    @property
+    def points(self):
+        return round(sum(c.points for c in self.checks), 4)
+
+    @property
+    def max_points(self):
+        return round(sum(c.max_points for c in self.checks), 4)
+
+    @property
+    def codes(self):
+        return list(dict.fromkeys(code for c in self.checks for code in c.codes))
+
+
+def seed_for(*key):
+    """Stable 63-bit seed: same student and assignment, same tensors."""
+    digest = hashlib.sha256(":".join(str(k) for k in key).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+class _Plugin:
+    def __init__(self, student, parts, seed_key, context):
+        self._student, self._parts, self._seed_key, self._context = student, set(parts), seed_key, context
+        self.results = {}
+
+    @pytest.fixture
+    def student(self):
+        return self._student
+
+    @pytest.fixture
+    def grading(self):
+        """Facts about this grading run (devices present, seed key)."""
+        return self._context
+
+    @pytest.fixture
+    def rng(self, request):
+        import torch
+
+        return torch.Generator().manual_seed(seed_for(*self._seed_key, request.node.nodeid.split("::")[-1]))
+
+    def pytest_collection_modifyitems(self, session, config, items):
+        keep = [item for item in items if _part_of(item) in self._parts]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.skipped:
+            return  # e.g. CUDA checks on a CPU-only grader: neither pass nor fail
+        if report.when == "call" or (report.when == "setup" and report.failed):
+            self.results[item.nodeid] = self._result(item, call)
+
+    @staticmethod
+    def _result(item, call):
+        marker = item.get_closest_marker("points")
+        max_points = float(marker.args[0]) if marker else 0.0
+        doc = (getattr(item.function, "__doc__", None) or item.name).strip().splitlines()[0]
+        base = dict(name=item.name, title=doc, part=_part_of(item), max_points=max_points)
+        if call.excinfo is None:
+            return CheckResult(points=max_points, passed=True, **base)
+        exc = call.excinfo.value
+        if isinstance(exc, CheckFailed):
+            return CheckResult(points=0.0, passed=False, message=exc.message, codes=exc.codes,
+                               example=exc.example, **base)
+        log.error("check %s crashed inside the grader: %r", item.nodeid, exc)
+        return CheckResult(points=0.0, passed=False, grader_error=True,
+                           message=f"评分器内部错误（{type(exc).__name__}），请联系助教。", **base)
+
+
+def _part_of(item):
+    return getattr(item.module, "PART", None)
+
+
+def run_checks(student, parts, *, seed_key, context=None):
+    """Grade `parts` against a live session; returns {part: PartResult}."""
+    plugin = _Plugin(student, parts, seed_key, context or {})
+    args = [str(CHECKS_DIR), "-c", os.devnull, "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:warnings",
+            "--rootdir", str(CHECKS_DIR), "-o", "addopts=", "-o", "python_files=test_*.py",
+            "-W", "ignore", "--noconftest"]
+    code = pytest.main(args, plugins=[plugin])
+    if code not in (0, 1):
+        log.error("hidden checks did not run cleanly (pytest exit code %s)", code)
+    results = {part: PartResult(part) for part in parts}
+    for res in plugin.results.values():
+        results.setdefault(res.part, PartResult(res.part)).checks.append(res)
+    return results

@@ -1,0 +1,258 @@
+"""The trusted side of a student run: drives one sandboxed runner process.
+
+A `StudentSession` executes a submission's code cells in the runner, then
+lets the checks call the student's functions on inputs the grader chose.
+Everything that comes back is plain data (see ``wire.py``).  Hangs, crashes
+and kernel exits cost one bounded timeout each: the runner is restarted,
+earlier cells are replayed, and the offending cell or function is skipped
+from then on, so one infinite loop never zeroes the rest of the notebook.
+"""
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import sandbox, wire
+
+RUNNER = Path(__file__).with_name("sandbox_runner.py")
+WIRE = Path(__file__).with_name("wire.py")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Time limits of one submission; the total bounds the worst case."""
+
+    start_timeout: float = 60.0
+    cell_timeout: float = 30.0
+    call_timeout: float = 10.0
+    total_seconds: float = 240.0
+    max_restarts: int = 4
+
+
+@dataclass
+class CallResult:
+    """What one call of a student function produced, as reported by the runner."""
+
+    status: str  # ok | raised | missing | timeout | crashed | budget
+    value: object = None
+    args_after: list = field(default_factory=list)
+    forbidden: list = field(default_factory=list)
+    ename: str = ""
+    evalue: str = ""
+    traceback: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self):
+        return self.status == "ok"
+
+    def describe(self):
+        """One line for feedback: why there is no usable value."""
+        if self.status == "raised":
+            return f"函数抛出 {self.ename}: {self.evalue}"
+        return {
+            "missing": "找不到这个函数（名字写错了，或者定义它的单元格出错了）",
+            "timeout": "函数运行超时（可能有死循环）",
+            "crashed": "运行函数时进程崩溃或退出",
+            "budget": "这份提交的评分时间已用完，剩余检查未运行",
+        }.get(self.status, self.status)
+
+
+class _RunnerGone(Exception):
+    pass
+
+
+class StudentSession:
+    """One submission's sandboxed runner plus the bookkeeping around it."""
+
+    def __init__(self, cells, *, budget=Budget(), limits=None, require_isolation=False):
+        self.cells = list(cells)  # code cell sources, in notebook order
+        self.budget = budget
+        self.limits = limits or sandbox.Limits()
+        self.require_isolation = require_isolation
+        self.skipped = {}  # cell position -> reason it is no longer replayed
+        self.hung = set()  # functions that timed out or crashed once
+        self.events = []  # limit reports, shown to instructor and student
+        self.restarts = 0
+        self.started = time.monotonic()
+        self.executed = 0  # cells run so far (prefix of self.cells)
+        self.proc = None
+        self.scratch = None
+        self.status = sandbox.probe()
+
+    # -- process management ------------------------------------------------
+    def _time_left(self):
+        return self.budget.total_seconds - (time.monotonic() - self.started)
+
+    def _spawn(self):
+        self.scratch = tempfile.mkdtemp(prefix="sdpa-run-")
+        self._log = open(os.path.join(self.scratch, "runner.log"), "wb")
+        self.proc = sandbox.sandboxed_popen(
+            [sys.executable, "-I", str(RUNNER)], scratch=self.scratch, readonly=[RUNNER, WIRE],
+            limits=self.limits, require_isolation=self.require_isolation,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
+        self._replies = queue.Queue()
+        threading.Thread(target=self._read_replies, args=(self.proc.stdout, self._replies), daemon=True).start()
+        self._wait(self.budget.start_timeout)
+
+    @staticmethod
+    def _read_replies(stream, replies):
+        try:
+            while True:
+                replies.put(wire.receive(stream))
+        except (EOFError, OSError, ValueError, wire.WireError) as exc:
+            replies.put(exc)
+
+    def _wait(self, timeout):
+        try:
+            reply = self._replies.get(timeout=max(0.1, min(timeout, self._time_left())))
+        except queue.Empty:
+            raise TimeoutError from None
+        if isinstance(reply, Exception):
+            raise _RunnerGone(str(reply))
+        return reply
+
+    def _kill(self):
+        if self.proc is not None:
+            sandbox.kill_tree(self.proc)
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+            self.proc = None
+            self._log.close()
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
+
+    def close(self):
+        if self.proc is not None:
+            try:
+                wire.send(self.proc.stdin, {"op": "bye"})
+            except OSError:
+                pass
+        self._kill()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _request(self, msg, blobs, timeout):
+        if self.proc is None:
+            self._restart()
+        try:
+            wire.send(self.proc.stdin, msg, blobs)
+        except OSError as exc:
+            raise _RunnerGone(str(exc)) from None
+        return self._wait(timeout)
+
+    def _restart(self):
+        """Start a fresh runner and replay the cells that ran before."""
+        self._kill()
+        if self.restarts > self.budget.max_restarts or self._time_left() <= 0:
+            raise _BudgetSpent()
+        self.restarts += 1 if self.executed else 0
+        self._spawn()
+        for pos in range(self.executed):
+            if pos not in self.skipped:
+                self._request({"op": "exec", "source": self.cells[pos]}, [], self.budget.cell_timeout)
+
+    # -- public API ----------------------------------------------------------
+    def run_notebook(self):
+        """Execute every code cell; returns {position: nbformat outputs}."""
+        outputs = {}
+        for pos, source in enumerate(self.cells):
+            try:
+                if self.proc is None:
+                    self._restart()
+                reply, _ = self._request({"op": "exec", "source": source}, [], self.budget.cell_timeout)
+                outputs[pos] = reply.get("outputs", []) if isinstance(reply, dict) else []
+            except TimeoutError:
+                outputs[pos] = [self._limit_output(pos, "CellTimeoutError",
+                                                   f"单元格运行超过 {self.budget.cell_timeout:g} 秒，已被终止")]
+                self._abandon(pos, "timeout")
+            except _RunnerGone as exc:
+                outputs[pos] = [self._limit_output(pos, "KernelDied",
+                                                   f"运行这个单元格时进程退出或超出资源限制（{exc}）")]
+                self._abandon(pos, "crashed")
+            except _BudgetSpent:
+                outputs[pos] = [self._limit_output(pos, "GradingBudgetExceeded", "这份提交的评分时间已用完")]
+                self.skipped[pos] = "budget"
+            self.executed = pos + 1
+        return outputs
+
+    def _abandon(self, pos, reason):
+        self.skipped[pos] = reason
+        self._kill()
+
+    def _limit_output(self, pos, ename, evalue):
+        self.events.append({"cell": pos, "kind": ename, "detail": evalue})
+        return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]}
+
+    def call(self, fn, *args, on_device="cpu", return_args=False, **kwargs):
+        """Call a student function on tensors chosen by the grader."""
+        if fn in self.hung:
+            return CallResult("timeout")
+        blobs = []
+        msg = {"op": "call", "fn": fn, "return_args": return_args,
+               "args": [_encode_arg(a, blobs, on_device) for a in args],
+               "kwargs": {k: _encode_arg(v, blobs, on_device) for k, v in kwargs.items()}}
+        try:
+            reply, out = self._request(msg, blobs, self.budget.call_timeout)
+        except TimeoutError:
+            return self._give_up(fn, "timeout")
+        except _RunnerGone:
+            return self._give_up(fn, "crashed")
+        except _BudgetSpent:
+            return CallResult("budget")
+        try:
+            return CallResult(
+                status=str(reply.get("status")),
+                value=wire.decode(reply.get("value"), out),
+                args_after=[wire.decode(a, out) for a in reply.get("args_after", [])],
+                forbidden=[str(x) for x in reply.get("forbidden", [])],
+                ename=str(reply.get("ename", "")), evalue=str(reply.get("evalue", "")),
+                traceback=str(reply.get("traceback", "")), seconds=float(reply.get("seconds", 0.0)))
+        except (wire.WireError, TypeError, ValueError, AttributeError):
+            return CallResult("crashed", evalue="评分进程收到了无法解析的结果")
+
+    def _give_up(self, fn, status):
+        self.hung.add(fn)
+        self.events.append({"function": fn, "kind": status})
+        self._kill()
+        return CallResult(status)
+
+    def get(self, name):
+        """Value of a global variable (hand-calculation answers); None if absent."""
+        try:
+            reply, out = self._request({"op": "get", "name": name}, [], self.budget.call_timeout)
+        except (TimeoutError, _RunnerGone, _BudgetSpent):
+            self._kill()
+            return None
+        if reply.get("status") != "ok":
+            return None
+        try:
+            return wire.decode(reply.get("value"), out)
+        except wire.WireError:
+            return None
+
+
+class _BudgetSpent(Exception):
+    pass
+
+
+def _encode_arg(value, blobs, device):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return wire.encode_arg(value, blobs, device)
+    return wire.encode(value, blobs)

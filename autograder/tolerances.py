@@ -1,0 +1,66 @@
+"""Tolerances derived from a float64 reference, never guessed.
+
+Following PyTorch's ``test/test_transformers.py``: run the reference once in
+float64 and once in the dtype under test; the low-precision reference's own
+error, times a fudge factor, is what a correct student implementation may
+differ by.  A floor of a few ulps of the dtype keeps exact cases sane.
+"""
+from dataclasses import dataclass
+
+import torch
+
+FUDGE = 4.0
+# A few units in the last place of each dtype (torch.finfo eps), as the floor.
+ULPS = 8.0
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+    def describe(self):
+        return f"atol={self.atol:.1e}, rtol={self.rtol:.1e}"
+
+
+def floor_for(dtype):
+    eps = torch.finfo(dtype).eps
+    return Tolerance(atol=ULPS * eps, rtol=ULPS * eps)
+
+
+def derive(reference64, reference_lowp=None, dtype=torch.float64, fudge=FUDGE):
+    """Tolerance for comparing a student's `dtype` result with `reference64`.
+
+    reference_lowp is the same reference computed in `dtype`; its deviation
+    from float64 measures what rounding alone costs for these inputs.
+    """
+    floor = floor_for(dtype)
+    if reference_lowp is None:
+        return floor
+    ref = reference64.to(torch.float64)
+    low = reference_lowp.to(torch.float64)
+    finite = torch.isfinite(ref) & torch.isfinite(low)
+    if not finite.any():
+        return floor
+    abs_err = (ref[finite] - low[finite]).abs()
+    rel_err = abs_err / ref[finite].abs().clamp_min(torch.finfo(dtype).tiny)
+    atol = max(floor.atol, fudge * float(abs_err.max()))
+    rtol = max(floor.rtol, fudge * float(rel_err[ref[finite].abs() > atol].max()) if (ref[finite].abs() > atol).any() else floor.rtol)
+    return Tolerance(atol=atol, rtol=min(rtol, 0.5))
+
+
+def close(actual, expected, tol):
+    """Elementwise closeness with -inf/inf matched exactly and NaN never equal."""
+    actual = actual.to(torch.float64)
+    expected = expected.to(torch.float64)
+    if actual.shape != expected.shape:
+        return False
+    return bool(torch.isclose(actual, expected, atol=tol.atol, rtol=tol.rtol).all())
+
+
+def max_error(actual, expected):
+    diff = (actual.to(torch.float64) - expected.to(torch.float64)).abs()
+    diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
+    same_inf = torch.isinf(actual.to(torch.float64)) & (actual.to(torch.float64) == expected.to(torch.float64))
+    diff = torch.where(same_inf, torch.zeros_like(diff), diff)
+    return float(diff.max()) if diff.numel() else 0.0

@@ -1,0 +1,191 @@
+"""Message framing and value encoding between the grader and the sandboxed runner.
+
+Both sides import this module: the runner (inside the sandbox, where it is the
+only file of this package that is mounted) to send results, and the trusted
+grader to read them.  Decoding never unpickles and never executes anything:
+tensors arrive as raw bytes plus a whitelisted dtype and a shape, so whatever
+the student's process writes can at worst be wrong data, never code.
+"""
+import json
+import math
+import struct
+
+# dtype names that may cross the wire; anything else is refused on decode.
+DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16",
+          "int8", "uint8", "bool", "complex64", "complex128")
+
+MAX_HEADER_BYTES = 8 * 2**20
+MAX_MESSAGE_BYTES = 256 * 2**20
+MAX_TEXT = 2000
+MAX_DEPTH = 8
+MAX_ITEMS = 10_000
+
+
+class WireError(Exception):
+    """A message from the other side is malformed, too large, or truncated."""
+
+
+def _read_exact(stream, n):
+    chunks, got = [], 0
+    while got < n:
+        chunk = stream.read(n - got)
+        if not chunk:
+            raise EOFError("peer closed the channel")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def send(stream, header, blobs=()):
+    """Write one message: header JSON plus raw binary blobs."""
+    header = dict(header, blobs=[len(b) for b in blobs])
+    raw = json.dumps(header, allow_nan=False).encode()
+    stream.write(struct.pack(">I", len(raw)) + raw)
+    for blob in blobs:
+        stream.write(blob)
+    stream.flush()
+
+
+def receive(stream):
+    """Read one message; enforce size limits before allocating anything."""
+    (size,) = struct.unpack(">I", _read_exact(stream, 4))
+    if size > MAX_HEADER_BYTES:
+        raise WireError(f"header of {size} bytes exceeds the limit")
+    try:
+        header = json.loads(_read_exact(stream, size))
+    except ValueError as exc:
+        raise WireError(f"header is not JSON: {exc}") from None
+    sizes = header.get("blobs", []) if isinstance(header, dict) else None
+    if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
+        raise WireError("bad blob table")
+    if sum(sizes) > MAX_MESSAGE_BYTES:
+        raise WireError(f"message of {sum(sizes)} bytes exceeds the limit")
+    return header, [_read_exact(stream, s) for s in sizes]
+
+
+def _short(text):
+    text = str(text)
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
+
+
+def encode(value, blobs, depth=0):
+    """Turn a (student-produced) value into JSON-able data plus blobs.
+
+    Runs in the runner; anything exotic becomes its type name and a short repr.
+    """
+    import torch  # the runner always has torch; keep module import cheap
+
+    if depth > MAX_DEPTH:
+        return {"__object__": "too-deep", "repr": "…"}
+    if value is None or isinstance(value, (bool, str)):
+        return _short(value) if isinstance(value, str) else value
+    if isinstance(value, int):
+        return value if abs(value) < 2**53 else {"__float__": repr(float(value))}
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"__float__": repr(value)}
+    if isinstance(value, torch.Tensor):
+        dtype = str(value.dtype).replace("torch.", "")
+        spec = {"__tensor__": None, "dtype": dtype, "shape": list(value.shape),
+                "device": str(value.device), "layout": str(value.layout)}
+        if dtype not in DTYPES or value.layout != torch.strided or value.device.type == "meta":
+            return spec
+        data = value.detach().to("cpu").contiguous()
+        if data.dtype == torch.bfloat16:
+            raw = data.view(torch.int16).numpy().tobytes()
+        else:
+            raw = data.numpy().tobytes()
+        spec["__tensor__"] = len(blobs)
+        blobs.append(raw)
+        return spec
+    if isinstance(value, (list, tuple)):
+        items = [encode(v, blobs, depth + 1) for v in list(value)[:MAX_ITEMS]]
+        return {"__tuple__": items} if isinstance(value, tuple) else items
+    try:
+        import numpy
+        if isinstance(value, numpy.ndarray):
+            return encode(torch.from_numpy(numpy.ascontiguousarray(value)), blobs, depth)
+        if isinstance(value, numpy.generic):
+            return encode(value.item(), blobs, depth)
+    except Exception:  # noqa: BLE001 - a broken numpy must not break encoding
+        pass
+    if isinstance(value, dict):
+        return {"__dict__": [[_short(k), encode(v, blobs, depth + 1)]
+                             for k, v in list(value.items())[:MAX_ITEMS]]}
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001 - student __repr__ may raise
+        text = f"<repr failed: {type(exc).__name__}>"
+    return {"__object__": type(value).__name__, "repr": _short(text)}
+
+
+def decode(data, blobs, depth=0):
+    """Rebuild values on the trusted side from plain data; never runs code."""
+    import torch
+
+    if depth > MAX_DEPTH + 1:
+        raise WireError("value nested too deeply")
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    if isinstance(data, list):
+        return [decode(v, blobs, depth + 1) for v in data]
+    if not isinstance(data, dict):
+        raise WireError(f"unexpected {type(data).__name__}")
+    if "__float__" in data:
+        return float(data["__float__"])
+    if "__tuple__" in data:
+        return tuple(decode(v, blobs, depth + 1) for v in data["__tuple__"])
+    if "__dict__" in data:
+        return {str(k): decode(v, blobs, depth + 1) for k, v in data["__dict__"]}
+    if "__tensor__" in data:
+        return TensorSpec.from_wire(data, blobs)
+    if "__object__" in data:
+        return OpaqueObject(str(data["__object__"]), str(data.get("repr", "")))
+    raise WireError("unknown value tag")
+
+
+class OpaqueObject:
+    """A value the runner could not send as data (shown by type and repr)."""
+
+    def __init__(self, type_name, text):
+        self.type_name, self.text = type_name, text
+
+    def __repr__(self):
+        return f"<{self.type_name}: {self.text}>"
+
+
+class TensorSpec:
+    """Metadata of a tensor the runner returned, with its data when it has any."""
+
+    def __init__(self, dtype, shape, device, layout, tensor):
+        self.dtype, self.shape, self.device, self.layout, self.tensor = dtype, shape, device, layout, tensor
+
+    @classmethod
+    def from_wire(cls, data, blobs):
+        import torch
+
+        dtype, shape = data.get("dtype"), data.get("shape")
+        if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+            raise WireError("bad tensor shape")
+        index, tensor = data.get("__tensor__"), None
+        if index is not None:
+            if dtype not in DTYPES or not isinstance(index, int) or not 0 <= index < len(blobs):
+                raise WireError("bad tensor payload")
+            raw = bytearray(blobs[index])
+            torch_dtype = getattr(torch, dtype)
+            wire_dtype = torch.int16 if torch_dtype == torch.bfloat16 else torch_dtype
+            numel = math.prod(shape)
+            if numel * torch.empty((), dtype=wire_dtype).element_size() != len(raw):
+                raise WireError("tensor payload size does not match its shape")
+            flat = torch.frombuffer(raw, dtype=wire_dtype) if numel else torch.empty(0, dtype=wire_dtype)
+            tensor = flat.view(torch_dtype).reshape(shape)
+        return cls(str(dtype), tuple(shape), str(data.get("device", "?")), str(data.get("layout", "?")), tensor)
+
+    def __repr__(self):
+        return f"TensorSpec({self.dtype}, {list(self.shape)}, {self.device})"
+
+
+def encode_arg(tensor, blobs, device):
+    """Encode an input tensor for a call, with the device it must live on."""
+    spec = encode(tensor, blobs)
+    spec["device"] = device
+    return spec

@@ -1,0 +1,1 @@
+"""Reference solutions of the attention course (instructor-only; never released)."""
