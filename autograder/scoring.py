@@ -110,7 +110,9 @@ class _Plugin:
 
 
 def _part_of(item):
-    return getattr(item.module, "PART", None)
+    """A test's part: its `part` marker, else its module's PART."""
+    marker = item.get_closest_marker("part")
+    return marker.args[0] if marker else getattr(item.module, "PART", None)
 
 
 def run_checks(student, parts, *, seed_key, context=None):

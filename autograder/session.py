@@ -132,6 +132,9 @@ class StudentSession:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None
 
+    def elapsed(self):
+        return round(time.monotonic() - self.started, 3)
+
     def close(self):
         if self.proc is not None:
             try:

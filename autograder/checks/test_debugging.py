@@ -4,10 +4,10 @@ import pytest
 from autograder import cases
 from autograder.checking import CheckFailed, expect_tensor
 
-PART = "debugging"
 ANSWER = "B"  # softmax over the query axis (dim=-2)
 
 
+@pytest.mark.part("debugging_choice")
 @pytest.mark.points(3)
 def test_bug_choice(student):
     """选出 buggy_attention 中的错误"""
@@ -18,6 +18,7 @@ def test_bug_choice(student):
         raise CheckFailed("bug_choice：选项不对。再用一个小例子对比 buggy_attention 与你的实现，看看每行权重的和。")
 
 
+@pytest.mark.part("debugging_fix")
 @pytest.mark.points(5)
 def test_fixed_attention(student, rng):
     """fixed_attention 与参考结果一致（含掩码）"""

@@ -43,6 +43,7 @@ def _first_tensor(value):
 def test_meta_device(student, rng):
     """在输入所在的设备上计算（meta 设备代替 GPU）"""
     for fn, args, kwargs in _calls(rng):
+        require_ok(student.call(fn, *args, **kwargs), f"{fn}（先要在 CPU 上能运行）")
         result = student.call(fn, *args, on_device="meta", **kwargs)
         if result.forbidden:
             require_ok(result, fn)

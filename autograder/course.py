@@ -1,0 +1,79 @@
+"""Drive the stock nbgrader commands on a (temporary) copy of the course.
+
+Shared by the demo, the end-to-end tests and the benchmark, so all three
+exercise exactly what an instructor runs: `nbgrader generate_assignment`,
+`autograde`, `generate_feedback` and `export`, with the gradebook in sqlite.
+"""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENT = "sdpa"
+COPIED = ("nbgrader_config.py", "autograder", "solutions", "source", "tools", "assignments")
+
+
+def nbgrader_env():
+    env = dict(os.environ)
+    # nbgrader shells out to `alembic`; make sure the interpreter's bin dir is on PATH.
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def make_course(target):
+    """Copy the course files (no runtime state) into `target`."""
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
+    for name in COPIED:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, target / name, ignore=ignore, dirs_exist_ok=True)
+        elif src.exists():
+            shutil.copy2(src, target / name)
+    return target
+
+
+def nbgrader(course, *args, check=True, timeout=3600):
+    """Run one nbgrader command in `course`; returns the CompletedProcess."""
+    cmd = [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"]
+    proc = subprocess.run(cmd, cwd=course, env=nbgrader_env(), capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"`nbgrader {' '.join(args)}` failed in {course}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def release_notebook(course):
+    return nbformat.read(str(Path(course) / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), as_version=4)
+
+
+def submit(course, student, nb):
+    """Place a notebook where `nbgrader collect` would put it."""
+    path = Path(course) / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+    return path
+
+
+def grades(course):
+    """{student: {grade_id: (auto_score, max_score)}} from the sqlite gradebook."""
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(f"sqlite:///{Path(course) / 'gradebook.db'}") as gb:
+        for student in gb.students:
+            try:
+                sub = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student.id)
+            except Exception:  # noqa: BLE001 - student without this submission
+                continue
+            out[student.id] = {g.name: (g.auto_score, g.max_score) for g in sub.grades
+                               if g.cell_type == "code"}
+    return out
+
+
+def feedback_html(course, student):
+    return Path(course) / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"

@@ -1,0 +1,74 @@
+"""Render a part's check results as the grade cell's output (HTML and text).
+
+Only results are rendered: check titles, points, our own messages, the
+misconception explanation and a small example.  Never the hidden check code
+or the reference.  Every string is escaped, since messages may quote what a
+student's code raised or returned.
+"""
+import html
+
+from .misconceptions import CATALOGUE
+
+STYLE = ("<style>.sdpa-fb{font-family:system-ui,sans-serif;font-size:14px;line-height:1.45}"
+         ".sdpa-fb .sum{font-weight:600;margin:4px 0 6px}.sdpa-fb table{border-collapse:collapse}"
+         ".sdpa-fb td{padding:2px 8px;vertical-align:top;border-bottom:1px solid #ddd}"
+         ".sdpa-fb .ok{color:#18794e}.sdpa-fb .bad{color:#b42318}.sdpa-fb code{background:#f2f2f2;padding:0 3px}"
+         ".sdpa-fb .code{font-family:monospace;font-weight:600;color:#8a3b00}.sdpa-fb .ex{color:#555;font-size:12px}"
+         "</style>")
+
+
+def _fmt(points):
+    return f"{points:g}"
+
+
+def summary_line(label, part_result, cell_points, earned):
+    failed = [c for c in part_result.checks if not c.passed]
+    state = "全部通过" if not failed else f"{len(failed)} 项未通过"
+    return f"{label}：{_fmt(earned)} / {_fmt(cell_points)} 分（{len(part_result.checks)} 项隐藏检查，{state}）"
+
+
+def render_html(label, part_result, cell_points, earned, events=()):
+    esc = html.escape
+    rows = []
+    for check in part_result.checks:
+        mark = '<span class="ok">✓</span>' if check.passed else '<span class="bad">✗</span>'
+        detail = ""
+        if not check.passed:
+            detail = f"<div>{esc(check.message)}</div>"
+            for code in check.codes:
+                entry = CATALOGUE.get(code)
+                if entry:
+                    detail += (f'<div><span class="code">[{esc(code)}]</span> {esc(entry.explanation)}'
+                               f"<br>提示：{esc(entry.hint)}</div>")
+            if check.example:
+                pairs = "；".join(f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in check.example.items())
+                detail += f'<div class="ex">最小失败例子 — {pairs}</div>'
+        rows.append(f"<tr><td>{mark}</td><td>{esc(check.title)}{detail}</td>"
+                    f"<td>{_fmt(check.points)} / {_fmt(check.max_points)}</td></tr>")
+    notes = "".join(f'<div class="bad">{esc(_event_text(e))}</div>' for e in events)
+    return (f'{STYLE}<div class="sdpa-fb"><div class="sum">{esc(summary_line(label, part_result, cell_points, earned))}'
+            f"</div>{notes}<table>{''.join(rows)}</table></div>")
+
+
+def render_text(label, part_result, cell_points, earned, events=()):
+    lines = [summary_line(label, part_result, cell_points, earned)]
+    lines += [f"  ! {_event_text(e)}" for e in events]
+    for check in part_result.checks:
+        mark = "✓" if check.passed else "✗"
+        lines.append(f"  {mark} {check.title}  ({_fmt(check.points)}/{_fmt(check.max_points)})")
+        if not check.passed:
+            lines.append(f"      {check.message}")
+            for code in check.codes:
+                entry = CATALOGUE.get(code)
+                if entry:
+                    lines.append(f"      [{code}] {entry.explanation} 提示：{entry.hint}")
+            if check.example:
+                lines.append("      例子: " + "; ".join(f"{k}: {v}" for k, v in check.example.items()))
+    return "\n".join(lines)
+
+
+def _event_text(event):
+    if "function" in event:
+        what = "超时" if event["kind"] == "timeout" else "崩溃或退出"
+        return f"运行 {event['function']} 时{what}，之后对它的检查均记为未通过。"
+    return f"第 {event.get('cell', '?')} 个代码单元格：{event.get('detail', event.get('kind'))}"

@@ -1,0 +1,445 @@
+"""A catalogue of sample submissions: correct variants, realistic bugs, attacks.
+
+Used by the test suite (every entry through the real nbgrader pipeline), by
+`sdpa-course demo` and by the benchmark.  Each entry starts from the released
+notebook with every answer filled in from the reference solution, then
+swaps in other code for some answer cells, appends cells, or edits the
+notebook JSON.  `expect` says what grading must give:
+
+- "full": every automatic point;
+- "zero": no automatic point;
+- "partial": more than zero, less than full, and every code in `codes` shown;
+- "same-as-correct-minus": full points except for the parts in `lose`.
+"""
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTION_NOTEBOOK = ROOT / "solutions" / "sdpa_solution.ipynb"
+MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.M)
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str
+    kind: str  # correct | bug | attack | empty
+    expect: str  # full | zero | partial | lose
+    replace: dict = field(default_factory=dict)  # answer cell grade_id -> source
+    append: tuple = ()  # extra code cells, added after the first answer cell
+    codes: tuple = ()  # misconception codes that feedback must name
+    lose: tuple = ()  # grade cells (grade_id) allowed to lose points, for "lose"
+    edit: Optional[Callable] = None  # edits the notebook JSON (dict) in place
+    note: str = ""
+
+
+def _fn(name, body):
+    """Source of an answer cell that defines `name` with the given body."""
+    return body.strip("\n") + "\n"
+
+
+SCORES_T = _fn("attention_scores", """
+def attention_scores(q, k):
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError("d_k mismatch")
+    return k @ q.transpose(-2, -1)
+""")
+
+BUGS = [
+    Sample("bug-scores-transposed", "bug", "partial", {"attention_scores": SCORES_T}, codes=("scores-transposed",)),
+    Sample("bug-scores-scaled-early", "bug", "partial", {"attention_scores": """
+def attention_scores(q, k):
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError("d_k mismatch")
+    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+"""}, codes=("scores-scaled-early",)),
+    Sample("bug-shape-error-missing", "bug", "partial", {"attention_scores": """
+def attention_scores(q, k):
+    return q @ k.transpose(-2, -1)
+"""}, codes=("shape-error-missing",)),
+    Sample("bug-scale-missing", "bug", "partial", {"scale_scores": """
+def scale_scores(scores, d_k):
+    return scores
+"""}, codes=("scale-missing",)),
+    Sample("bug-scale-by-dk", "bug", "partial", {"scale_scores": """
+def scale_scores(scores, d_k):
+    return scores / d_k
+"""}, codes=("scale-by-dk",)),
+    Sample("bug-scale-multiplied", "bug", "partial", {"scale_scores": """
+def scale_scores(scores, d_k):
+    return scores * math.sqrt(d_k)
+"""}, codes=("scale-multiplied",)),
+    Sample("bug-scale-wrong-dim", "bug", "partial", {"scaled_dot_product_attention": """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), v.shape[-1])
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    return attention_output(weights, v), weights
+"""}, codes=("scale-wrong-dim",)),
+    Sample("bug-mask-inverted", "bug", "partial", {"apply_mask": """
+def apply_mask(scores, mask=None):
+    if mask is None:
+        return scores
+    if mask.dtype == torch.bool:
+        return scores.masked_fill(mask, float("-inf"))
+    return scores + mask
+"""}, codes=("mask-inverted",)),
+    Sample("bug-mask-zero-fill", "bug", "partial", {"apply_mask": """
+def apply_mask(scores, mask=None):
+    if mask is None:
+        return scores
+    if mask.dtype == torch.bool:
+        return scores.masked_fill(~mask, 0.0)
+    return scores + mask
+"""}, codes=("mask-zero-fill",)),
+    Sample("bug-mask-ignored", "bug", "partial", {"apply_mask": """
+def apply_mask(scores, mask=None):
+    return scores
+"""}, codes=("mask-ignored",)),
+    Sample("bug-mask-after-softmax", "bug", "partial", {"scaled_dot_product_attention": """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    weights = softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights * mask
+    return attention_output(weights, v), weights
+"""}, codes=("mask-after-softmax",)),
+    Sample("bug-inplace-mutation", "bug", "partial", {"apply_mask": """
+def apply_mask(scores, mask=None):
+    if mask is None:
+        return scores
+    if mask.dtype == torch.bool:
+        return scores.masked_fill_(~mask, float("-inf"))
+    scores += mask
+    return scores
+"""}, codes=("inplace-mutation",)),
+    Sample("bug-half-overflow", "bug", "partial", {"apply_mask": """
+def apply_mask(scores, mask=None):
+    if mask is None:
+        return scores
+    if mask.dtype == torch.bool:
+        return scores.masked_fill(~mask, -1e9)
+    return scores + mask
+"""}, codes=("half-overflow",)),
+    Sample("bug-device-mismatch", "bug", "partial", {"apply_mask": """
+def apply_mask(scores, mask=None):
+    if mask is None:
+        return scores
+    if mask.dtype == torch.bool:
+        fill = torch.full(scores.shape, float("-inf"), dtype=scores.dtype)
+        return torch.where(mask, scores, fill)
+    return scores + mask.to(scores.dtype)
+""", "causal_mask": """
+def causal_mask(L, S, device=None):
+    return torch.ones(L, S, dtype=torch.bool).tril()
+"""}, codes=("device-mismatch",)),
+    Sample("bug-fully-masked-nan", "bug", "partial", {"softmax": """
+def softmax(x, dim=-1):
+    exps = torch.exp(x - x.amax(dim=dim, keepdim=True))
+    return exps / exps.sum(dim=dim, keepdim=True)
+"""}, codes=("fully-masked-nan",)),
+    Sample("bug-softmax-unstable", "bug", "partial", {"softmax": """
+def softmax(x, dim=-1):
+    exps = torch.exp(x)
+    total = exps.sum(dim=dim, keepdim=True)
+    return torch.where(total > 0, exps / total, torch.zeros_like(exps))
+"""}, codes=("softmax-unstable",)),
+    Sample("bug-softmax-global-max", "bug", "partial", {"softmax": """
+def softmax(x, dim=-1):
+    m = x.max()
+    m = m if torch.isfinite(m) else torch.zeros_like(m)
+    exps = torch.exp(x - m)
+    total = exps.sum(dim=dim, keepdim=True)
+    return exps / torch.where(total > 0, total, torch.ones_like(total))
+"""}, codes=("softmax-global-max",)),
+    Sample("bug-softmax-wrong-dim", "bug", "partial", {"scaled_dot_product_attention": """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    weights = softmax(apply_mask(scores, mask), dim=-2)
+    return attention_output(weights, v), weights
+"""}, codes=("softmax-wrong-dim",)),
+    Sample("bug-softmax-builtin", "bug", "partial", {"softmax": """
+def softmax(x, dim=-1):
+    return torch.nan_to_num(torch.softmax(x, dim=dim), nan=0.0)
+"""}, codes=("softmax-builtin",)),
+    Sample("bug-softmax-builtin-getattr", "bug", "partial", {"softmax": """
+def softmax(x, dim=-1):
+    fn = getattr(x, "soft" + "max")
+    return torch.nan_to_num(fn(dim), nan=0.0)
+"""}, codes=("softmax-builtin",)),
+    Sample("bug-sdpa-builtin", "bug", "partial", {"scaled_dot_product_attention": """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), weights
+"""}, codes=("sdpa-builtin",)),
+    Sample("bug-output-used-k", "bug", "partial", {"scaled_dot_product_attention": """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    return weights @ k, weights
+"""}, codes=("output-used-k",)),
+    Sample("bug-assumes-square", "bug", "partial", {"scaled_dot_product_attention": """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    L = q.shape[-2]
+    scores = scale_scores(attention_scores(q, k), q.shape[-1]).reshape(*q.shape[:-1], L)
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    return attention_output(weights, v), weights
+"""}, codes=("assumes-square",)),
+    Sample("bug-returns-not-tuple", "bug", "partial", {"scaled_dot_product_attention": """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    return attention_output(softmax(apply_mask(scores, mask), dim=-1), v)
+"""}, codes=("returns-not-tuple",)),
+    Sample("bug-causal-off-by-one", "bug", "partial", {"causal_mask": """
+def causal_mask(L, S, device=None):
+    return torch.ones(L, S, dtype=torch.bool, device=device).tril(-1)
+"""}, codes=("causal-off-by-one",)),
+    Sample("bug-causal-bottom-right", "bug", "partial", {"causal_mask": """
+def causal_mask(L, S, device=None):
+    return torch.ones(L, S, dtype=torch.bool, device=device).tril(S - L)
+"""}, codes=("causal-bottom-right",)),
+    Sample("bug-padding-polarity", "bug", "partial", {"key_padding_to_attn_mask": """
+def key_padding_to_attn_mask(key_padding_mask):
+    return key_padding_mask.bool()[:, None, None, :]
+"""}, codes=("padding-polarity",)),
+    Sample("bug-padding-shape", "bug", "partial", {"key_padding_to_attn_mask": """
+def key_padding_to_attn_mask(key_padding_mask):
+    return ~key_padding_mask.bool()
+"""}, codes=("padding-shape",)),
+    Sample("bug-dtype-changed", "bug", "partial", {"softmax": """
+def softmax(x, dim=-1):
+    x = x.float()
+    m = x.amax(dim=dim, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    exps = torch.exp(x - m)
+    total = exps.sum(dim=dim, keepdim=True)
+    return exps / torch.where(total > 0, total, torch.ones_like(total))
+"""}, codes=("dtype-changed",)),
+    Sample("bug-hand-unscaled", "bug", "partial", {"hand-calc-answers": """
+hand_scores = [0.0, 2 * math.log(2), 2 * math.log(5)]
+hand_scaled = [0.0, 2 * math.log(2), 2 * math.log(5)]
+hand_weights = [1 / 30, 4 / 30, 25 / 30]
+hand_output = (8 + 16 + 400) / 30
+hand_masked_output = 16 / 3
+"""}, codes=("scale-missing",)),
+    Sample("bug-hand-masked-zero", "bug", "partial", {"hand-calc-answers": """
+hand_scores = [0.0, 2 * math.log(2), 2 * math.log(5)]
+hand_scaled = [0.0, math.log(2), math.log(5)]
+hand_weights = [1 / 8, 2 / 8, 5 / 8]
+hand_output = 12.0
+hand_masked_output = 8.0
+"""}, codes=("mask-zero-fill",)),
+    Sample("bug-shapes-used-k", "bug", "partial", {"shape-answers": """
+shape_scores = (2, 4, 5, 7)
+shape_weights = (2, 4, 5, 7)
+shape_output = (2, 4, 5, 8)
+shape_padding_mask = (2, 7)
+softmax_dim = -2
+"""}, codes=("output-used-k", "padding-shape", "softmax-wrong-dim")),
+]
+
+CORRECT = [
+    Sample("correct-reference", "correct", "full"),
+    Sample("correct-alternatives", "correct", "full", {
+        "attention_scores": """
+def attention_scores(q, k):
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"d_k 不一致: {q.shape[-1]} vs {k.shape[-1]}")
+    return torch.einsum("...ld,...sd->...ls", q, k)
+""",
+        "scale_scores": """
+def scale_scores(scores, d_k):
+    return scores * (d_k ** -0.5)
+""",
+        "apply_mask": """
+def apply_mask(scores, mask=None):
+    if mask is None:
+        return scores.clone()
+    if torch.broadcast_shapes(mask.shape, scores.shape) != scores.shape:
+        raise ValueError("mask does not broadcast")
+    if mask.dtype == torch.bool:
+        return torch.where(mask, scores, torch.tensor(float("-inf"), dtype=scores.dtype, device=scores.device))
+    return scores + mask
+""",
+        "softmax": """
+def softmax(x, dim=-1):
+    lse = torch.logsumexp(x, dim=dim, keepdim=True)
+    out = torch.exp(x - lse)
+    return torch.nan_to_num(out, nan=0.0)
+""",
+        "attention_output": """
+def attention_output(weights, v):
+    if weights.size(-1) != v.size(-2):
+        raise ValueError("S mismatch")
+    return torch.matmul(weights, v)
+""",
+        "causal_mask": """
+def causal_mask(L, S, device=None):
+    i = torch.arange(L, device=device)[:, None]
+    j = torch.arange(S, device=device)[None, :]
+    return j <= i
+""",
+        "key_padding_to_attn_mask": """
+def key_padding_to_attn_mask(key_padding_mask):
+    if key_padding_mask.ndim != 2:
+        raise ValueError("expected [B, S]")
+    return key_padding_mask.logical_not().unsqueeze(1).unsqueeze(1)
+""",
+    }),
+    Sample("correct-noisy", "correct", "full", append=("""
+import sys, warnings
+import matplotlib.pyplot as plt
+print("debug: 正在调试", file=sys.stderr)
+warnings.warn("这是学生自己的警告")
+def helper_norm(t):
+    return t / t.sum(dim=-1, keepdim=True)
+plt.plot([0, 1], [1, 0]); plt.title("my plot"); plt.show()
+print("x" * 200)
+""",), replace={"softmax": """
+def softmax(x, dim=-1):
+    import warnings
+    print("softmax called", x.shape)
+    warnings.warn("softmax 的调试警告")
+    m = x.amax(dim=dim, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    e = torch.exp(x - m)
+    s = e.sum(dim=dim, keepdim=True)
+    return e / torch.where(s > 0, s, torch.ones_like(s))
+"""}),
+]
+
+
+def _tamper_points(nb):
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade"):
+            meta["points"] = 1000
+
+
+def _delete_test_cells(nb):
+    nb["cells"] = [c for c in nb["cells"] if not (c.get("metadata", {}).get("nbgrader", {}).get("grade")
+                                                 and c["cell_type"] == "code")]
+
+
+def _blank_and_rename_tests(nb):
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and cell["cell_type"] == "code":
+            cell["source"] = "pass"
+            meta["grade_id"] = meta["grade_id"] + "-renamed"
+
+
+def _fake_outputs(nb):
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and cell["cell_type"] == "code":
+            cell["outputs"] = [{"output_type": "execute_result", "execution_count": 1, "metadata": {},
+                                "data": {"text/plain": str(meta.get("points", 1))}}]
+        elif meta.get("solution") and cell["cell_type"] == "code":
+            meta["solution"] = False
+            meta["grade"] = True
+            meta["points"] = 50
+
+
+GARBAGE = {name: f"""
+def {name}(*args, **kwargs):
+    return torch.zeros(1)
+""" for name in ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
+                 "causal_mask", "key_padding_to_attn_mask", "fixed_attention")}
+GARBAGE["scaled_dot_product_attention"] = """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    return torch.zeros(1), torch.zeros(1)
+"""
+
+ATTACKS = [
+    Sample("attack-allclose-patch", "attack", "zero", GARBAGE, append=("""
+import torch, numpy
+torch.allclose = lambda *a, **k: True
+torch.equal = lambda *a, **k: True
+torch.testing.assert_close = lambda *a, **k: None
+numpy.allclose = lambda *a, **k: True
+""",)),
+    Sample("attack-formatter", "attack", "zero", GARBAGE, append=("""
+ip = get_ipython()
+ip.display_formatter.formatters["text/plain"].for_type(float, lambda x, p, c: p.text("100.0"))
+ip.display_formatter.formatters["text/plain"].for_type(int, lambda x, p, c: p.text("100.0"))
+import sys
+class Fake:
+    def write(self, s): return len(s)
+    def flush(self): pass
+sys.stderr = Fake()
+""",)),
+    Sample("attack-read-solutions", "attack", "zero", GARBAGE, append=("""
+import glob, os
+found = []
+for pattern in ["/work/**/solutions/sdpa.py", "../**/sdpa.py", "/**/gradebook.db", "/**/source/sdpa/*.ipynb"]:
+    try:
+        found += glob.glob(pattern, recursive=True)[:5]
+    except Exception as exc:
+        print("blocked", exc)
+print("found:", found)
+for path in found:
+    if path.endswith("sdpa.py"):
+        exec(open(path).read())
+try:
+    import autograder.checking
+    print("imported grader")
+except Exception as exc:
+    print("no grader:", type(exc).__name__)
+""",), note="only passes 'zero' when the sandbox hides the course directory"),
+    Sample("attack-exit-kernel", "attack", "lose", append=("import os\nos._exit(0)",), lose=()),
+    Sample("attack-kill-kernel", "attack", "lose", append=("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",)),
+    Sample("attack-infinite-loop-cell", "attack", "lose", append=("while True:\n    pass",)),
+    Sample("attack-infinite-loop-function", "attack", "lose", {"scale_scores": """
+def scale_scores(scores, d_k):
+    while True:
+        pass
+"""}, lose=("scale_scores-check", "scaled_dot_product_attention-check", "device_dtype-check",
+            "fixed_attention-check")),
+    Sample("attack-huge-output", "attack", "lose", append=("print('x' * 50_000_000)\nfor i in range(10**5):\n    print(i)",)),
+    Sample("attack-huge-allocation", "attack", "lose", append=("import torch\nbig = torch.empty(10**12)",)),
+    Sample("attack-points-tamper", "attack", "lose", edit=_tamper_points),
+    Sample("attack-delete-tests", "attack", "lose", edit=_delete_test_cells),
+    Sample("attack-blank-rename-tests", "attack", "lose", edit=_blank_and_rename_tests),
+    Sample("attack-fake-outputs", "attack", "zero", GARBAGE, edit=_fake_outputs),
+]
+
+EMPTY = [Sample("empty-release", "empty", "zero")]
+
+CATALOGUE = CORRECT + BUGS + ATTACKS + EMPTY
+
+
+def solved_release(release_nb):
+    """The released notebook with every answer cell filled from the reference."""
+    solution = nbformat.read(str(SOLUTION_NOTEBOOK), as_version=4)
+    answers = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in solution.cells}
+    nb = copy.deepcopy(release_nb)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            cell.source = MARKER.sub("", answers[meta["grade_id"]])
+    return nb
+
+
+def build(sample, release_nb):
+    """The submitted notebook of `sample` (a NotebookNode)."""
+    if sample.kind == "empty":
+        return copy.deepcopy(release_nb)
+    nb = solved_release(release_nb)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in sample.replace:
+            cell.source = sample.replace[grade_id].strip("\n")
+    first_answer = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("solution"))
+    for offset, source in enumerate(sample.append, start=1):
+        nb.cells.insert(first_answer + offset, nbformat.v4.new_code_cell(source))
+    if sample.edit is not None:
+        raw = json.loads(nbformat.writes(nb))
+        sample.edit(raw)
+        nb = nbformat.from_dict(raw)
+    return nb

@@ -1,0 +1,60 @@
+"""Every sample submission through stock `nbgrader autograde` + `generate_feedback`."""
+import csv
+
+import pytest
+
+from autograder import course, samples
+from autograder.misconceptions import CATALOGUE as CODES
+
+from .conftest import grading_report
+
+pytestmark = pytest.mark.slow
+
+
+def _totals(cells):
+    return sum(s or 0 for s, _ in cells.values()), sum(m for _, m in cells.values())
+
+
+@pytest.mark.parametrize("sample", samples.CATALOGUE, ids=lambda s: s.name)
+def test_sample_graded_as_expected(graded_course, sample):
+    cells = graded_course["grades"].get(sample.name)
+    assert cells, f"{sample.name} was not graded:\n{graded_course['autograde'].stderr[-3000:]}"
+    earned, possible = _totals(cells)
+    assert possible == 95.0, "the automatic points of the notebook changed"
+    if sample.expect == "full":
+        assert earned == possible, {k: v for k, v in cells.items() if v[0] != v[1]}
+    elif sample.expect == "zero":
+        assert earned == 0, {k: v for k, v in cells.items() if v[0]}
+    elif sample.expect == "partial":
+        assert 0 < earned < possible
+    elif sample.expect == "lose":
+        kept = {k: v for k, v in cells.items() if k not in sample.lose and v[0] != v[1]}
+        assert not kept, f"parts outside {sample.lose} lost points: {kept}"
+    if sample.codes:
+        shown = {code for cell in grading_report(graded_course["root"], sample.name)["cells"]
+                 for check in cell["checks"] for code in check["codes"]}
+        assert set(sample.codes) <= shown, f"expected {sample.codes}, feedback named {sorted(shown)}"
+        html = course.feedback_html(graded_course["root"], sample.name).read_text()
+        for code in sample.codes:
+            assert f"[{code}]" in html
+
+
+def test_every_code_has_a_catalogue_entry():
+    covered = {code for s in samples.BUGS for code in s.codes}
+    assert covered <= set(CODES)
+    missing = set(CODES) - covered
+    assert not missing, f"codes without a buggy sample: {sorted(missing)}"
+
+
+def test_feedback_has_summary_and_no_hidden_code(graded_course):
+    html = course.feedback_html(graded_course["root"], "bug-mask-inverted").read_text()
+    assert "项隐藏检查" in html and "[mask-inverted]" in html
+    for secret in ("run_hidden_checks(", "expect_tensor", "masked_fill(~mask, float(\"-inf\"))", "BEGIN HIDDEN"):
+        assert secret not in html
+
+
+def test_export_matches_gradebook(graded_course):
+    rows = {r["student_id"]: r for r in csv.DictReader(open(graded_course["root"] / "grades.csv"))}
+    assert float(rows["correct-reference"]["raw_score"]) == 95.0
+    assert float(rows["empty-release"]["raw_score"]) == 0.0
+    assert 0 < float(rows["bug-scale-missing"]["raw_score"]) < 95.0
