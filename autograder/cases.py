@@ -52,17 +52,49 @@ def scaled(scores_, d_k):
     return scores_ / math.sqrt(d_k)
 
 
-def tolerance(reference, args, dtype, **kwargs):
-    """Tolerance for `dtype`, from the reference's own error in that dtype."""
+def tolerance(reference, args, dtype, select=None, **kwargs):
+    """Tolerance for results in `dtype`, from the reference's own rounding error.
+
+    The reference runs in float64 and in a lower precision (the dtype itself,
+    or float32 as a probe when dtype is float64, scaled back by the ratio of
+    the machine epsilons): how much rounding alone moves these outputs.
+    """
     from . import tolerances
 
-    lowp = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
-    ref64 = reference(*args, **kwargs)
-    ref_low = reference(*lowp, **kwargs)
+    probe = torch.float32 if dtype == F64 else dtype
+    ref64 = reference(*cast(args, F64), **kwargs)
+    ref_low = reference(*cast(args, probe), **kwargs)
     if isinstance(ref64, tuple):
-        ref64, ref_low = ref64[0], ref_low[0]
-    return tolerances.derive(ref64, ref_low, dtype)
+        ref64, ref_low = ref64[select or 0], ref_low[select or 0]
+    tol = tolerances.derive(ref64, ref_low, probe)
+    if dtype == F64:
+        return tolerances.rescale(tol, probe, F64)
+    return tol
 
 
 def cast(args, dtype):
     return [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+
+
+def _apply_mask(scores_, mask=None):
+    if mask is None:
+        return scores_
+    if mask.dtype == torch.bool:
+        return scores_.masked_fill(~mask, float("-inf"))
+    return scores_ + mask.to(scores_.dtype)
+
+
+# The float64 reference of each graded function, for deriving tolerances.
+REFERENCES = {
+    "attention_scores": scores, "scale_scores": scaled, "apply_mask": _apply_mask, "softmax": softmax,
+    "attention_output": lambda w, v: w @ v, "scaled_dot_product_attention": sdpa,
+    "fixed_attention": lambda *a: sdpa(*a)[0],
+}
+
+
+def default_tolerance(function, args, kwargs, select=None):
+    """Tolerance for a float64 comparison of `function` on `args`, or None."""
+    reference = REFERENCES.get(function)
+    if reference is None or not any(isinstance(a, torch.Tensor) and a.is_floating_point() for a in args):
+        return None
+    return tolerance(reference, args, F64, select=select, **kwargs)

@@ -30,6 +30,11 @@ def _nan_softmax(x, dim=-1):
     return e / e.sum(dim=dim, keepdim=True)
 
 
+def _guarded(weights):
+    """The same bug with the usual 0/0 guard: NaN slices become zeros."""
+    return torch.nan_to_num(weights, nan=0.0)
+
+
 def _other_dims(x, dim):
     d = dim % x.dim()
     return [o for o in range(x.dim()) if o != d]
@@ -75,8 +80,11 @@ def _sdpa_variants(q, k, v, mask=None):
         "mask-ignored": lambda: _attention(q, k, v, mask, mask_mode="ignored"),
         "fully-masked-nan": lambda: _attention(q, k, v, mask, softmax=_nan_softmax),
         "softmax-wrong-dim": lambda: _attention(q, k, v, mask, softmax_dim=-2),
-        "softmax-unstable": lambda: _attention(q, k, v, mask, softmax=_naive_softmax),
-        "softmax-global-max": lambda: _attention(q, k, v, mask, softmax=_global_max_softmax),
+        "softmax-unstable": [lambda: _attention(q, k, v, mask, softmax=_naive_softmax),
+                             lambda: _attention(q, k, v, mask, softmax=lambda x, dim: _guarded(_naive_softmax(x, dim)))],
+        "softmax-global-max": [lambda: _attention(q, k, v, mask, softmax=_global_max_softmax),
+                               lambda: _attention(q, k, v, mask,
+                                                  softmax=lambda x, dim: _guarded(_global_max_softmax(x, dim)))],
         "output-used-k": lambda: _attention(q, k, v, mask, values=k),
     }
     if L == S:
@@ -110,8 +118,9 @@ def variants(function, args, kwargs):
         x = a[0]
         dim = a[1] if len(a) > 1 else kwargs.get("dim", -1)
         return {"softmax-wrong-dim": [lambda d=d: ref.softmax(x, dim=d) for d in _other_dims(x, dim)],
-                "softmax-unstable": [lambda: _naive_softmax(x, dim)],
-                "softmax-global-max": [lambda: _global_max_softmax(x, dim)],
+                "softmax-unstable": [lambda: _naive_softmax(x, dim), lambda: _guarded(_naive_softmax(x, dim))],
+                "softmax-global-max": [lambda: _global_max_softmax(x, dim),
+                                       lambda: _guarded(_global_max_softmax(x, dim))],
                 "fully-masked-nan": [lambda: _nan_softmax(x, dim)]}
     if function in ("scaled_dot_product_attention", "fixed_attention"):
         q, k, v = a[:3]

@@ -101,6 +101,7 @@ class SandboxedExecute(NbGraderPreprocessor):
     """Execute the code cells in the sandboxed runner instead of a kernel."""
 
     cell_timeout = Float(30.0, help="Seconds one cell may run.").tag(config=True)
+    check_cell_timeout = Float(5.0, help="Seconds one visible-check cell may run (it never scores).").tag(config=True)
     call_timeout = Float(10.0, help="Seconds one call of a student function may run.").tag(config=True)
     total_seconds = Float(240.0, help="Time budget of one submission (cells and checks).").tag(config=True)
     memory_mb = Integer(6144, help="Address-space limit of the runner, MiB.").tag(config=True)
@@ -110,9 +111,11 @@ class SandboxedExecute(NbGraderPreprocessor):
         positions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
         sources = [HIDDEN_RE.sub("", nb.cells[i].source) for i in positions]
         limits = sandbox.Limits(memory_bytes=self.memory_mb * 2**20)
-        budget = Budget(cell_timeout=self.cell_timeout, call_timeout=self.call_timeout,
-                        total_seconds=self.total_seconds)
-        session = StudentSession(sources, budget=budget, limits=limits, require_isolation=self.require_isolation)
+        budget = Budget(cell_timeout=self.cell_timeout, check_cell_timeout=self.check_cell_timeout,
+                        call_timeout=self.call_timeout, total_seconds=self.total_seconds)
+        checks = [pos for pos, index in enumerate(positions) if is_test_cell(nb.cells[index])]
+        session = StudentSession(sources, check_cells=checks, budget=budget, limits=limits,
+                                 require_isolation=self.require_isolation)
         resources[STATE] = {"session": session, "positions": positions}
         try:
             outputs = session.run_notebook()
@@ -230,13 +233,15 @@ def _cuda_available():
 
 def configure(c):
     """Install our steps into nbgrader's Autograde pipeline (see module docstring)."""
-    from nbconvert.preprocessors import ClearMetadataPreprocessor
-    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds,
-                                        IgnorePattern, LimitOutput, OverwriteCells, OverwriteKernelspec,
-                                        SaveAutoGrades)
+    from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearOutput,
+                                        DeduplicateIds, GetGrades, IgnorePattern, LimitOutput, OverwriteCells,
+                                        OverwriteKernelspec, SaveAutoGrades)
 
     c.Autograde.sanitize_preprocessors = [RestoreNotebookStructure, ClearOutput, DeduplicateIds,
                                           OverwriteKernelspec, OverwriteCells, CheckCellMetadata]
     c.Autograde.autograde_preprocessors = [SandboxedExecute, TrustedScoring, IgnorePattern,
                                            ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
                                            AssignLatePenalties, CheckCellMetadata]
+    # Feedback shows the student's notebook, never the hidden-check regions.
+    c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

@@ -351,6 +351,9 @@ def {name}(*args, **kwargs):
     return torch.zeros(1)
 """ for name in ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
                  "causal_mask", "key_padding_to_attn_mask", "fixed_attention")}
+GARBAGE["hand-calc-answers"] = "hand_scores = hand_scaled = hand_weights = [0, 0, 0]\nhand_output = hand_masked_output = 0"
+GARBAGE["shape-answers"] = "shape_scores = shape_weights = shape_output = shape_padding_mask = (1,)\nsoftmax_dim = 0"
+GARBAGE["bug-choice"] = 'bug_choice = "A"'
 GARBAGE["scaled_dot_product_attention"] = """
 def scaled_dot_product_attention(q, k, v, mask=None):
     return torch.zeros(1), torch.zeros(1)
@@ -375,14 +378,16 @@ class Fake:
 sys.stderr = Fake()
 """,)),
     Sample("attack-read-solutions", "attack", "zero", GARBAGE, append=("""
-import glob, os
+import glob, os, sys
+runner = os.path.realpath(sys.argv[0])
+course = os.path.dirname(os.path.dirname(runner))  # where the grader lives
 found = []
-for pattern in ["/work/**/solutions/sdpa.py", "../**/sdpa.py", "/**/gradebook.db", "/**/source/sdpa/*.ipynb"]:
-    try:
-        found += glob.glob(pattern, recursive=True)[:5]
-    except Exception as exc:
-        print("blocked", exc)
-print("found:", found)
+for pattern in ["solutions/*.py", "source/**/*.ipynb", "gradebook.db", "submitted/*/sdpa/*.ipynb",
+                "autograded/**/*", "autograder/checks/*.py", "autograder/mutants.py"]:
+    found += glob.glob(os.path.join(course, pattern), recursive=True)
+for root in ["/work", "/home", "/root", "/tmp", "/srv"]:
+    found += glob.glob(os.path.join(root, "**", "gradebook.db"), recursive=True)[:3]
+print("found:", sorted(found))
 for path in found:
     if path.endswith("sdpa.py"):
         exec(open(path).read())
@@ -391,7 +396,35 @@ try:
     print("imported grader")
 except Exception as exc:
     print("no grader:", type(exc).__name__)
-""",), note="only passes 'zero' when the sandbox hides the course directory"),
+""",), note="gets nothing only because the sandbox hides the course directory"),
+    Sample("attack-gradebook-and-grader-files", "attack", "zero", GARBAGE, append=("""
+import os, sqlite3, sys
+course = os.path.dirname(os.path.dirname(os.path.realpath(sys.argv[0])))
+for target in [os.path.join(course, "gradebook.db"), os.path.join(course, "nbgrader_config.py"),
+               os.path.realpath(sys.argv[0]), os.path.join(course, "autograder", "wire.py")]:
+    try:
+        with open(target, "a") as handle:
+            handle.write("\\n# poisoned\\n")
+        print("wrote", target)
+    except OSError as exc:
+        print("blocked", type(exc).__name__)
+try:
+    db = sqlite3.connect(os.path.join(course, "gradebook.db"))
+    db.execute("CREATE TRIGGER boost AFTER INSERT ON grade BEGIN UPDATE grade SET auto_score = 100; END")
+    print("trigger planted")
+except Exception as exc:
+    print("blocked", type(exc).__name__)
+""",)),
+    Sample("attack-network", "attack", "zero", GARBAGE, append=("""
+import socket
+for host, port in [("127.0.0.1", 22), ("127.0.0.1", 8888), ("localhost", 80)]:
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        print("connected", host, port)
+    except OSError as exc:
+        print("no network:", type(exc).__name__)
+""",)),
+    Sample("attack-fork-bomb", "attack", "lose", append=("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",)),
     Sample("attack-exit-kernel", "attack", "lose", append=("import os\nos._exit(0)",), lose=()),
     Sample("attack-kill-kernel", "attack", "lose", append=("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",)),
     Sample("attack-infinite-loop-cell", "attack", "lose", append=("while True:\n    pass",)),

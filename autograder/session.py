@@ -23,6 +23,28 @@ from . import sandbox, wire
 RUNNER = Path(__file__).with_name("sandbox_runner.py")
 WIRE = Path(__file__).with_name("wire.py")
 
+# Optional hook for a pool of pre-started runners (``pool.py``): a callable
+# that takes the session and returns a `HandedRunner` -- a runner process
+# started by `runner_command` through `sandbox.sandboxed_popen` with this
+# session's limits, which has sent "ready" and never ran any student's code --
+# or None, and the session starts its own.  Each runner goes to one session.
+runner_factory = None
+
+
+@dataclass
+class HandedRunner:
+    """A started, ready runner handed over by `runner_factory`."""
+
+    proc: subprocess.Popen
+    replies: queue.Queue  # filled by a `StudentSession._read_replies` thread
+    scratch: str  # its scratch directory (removed by the session)
+    log: object  # its open runner.log file (closed by the session)
+
+
+def runner_command():
+    """argv and read-only mounts of a runner process."""
+    return [sys.executable, "-I", str(RUNNER)], [RUNNER, WIRE]
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -30,9 +52,10 @@ class Budget:
 
     start_timeout: float = 60.0
     cell_timeout: float = 30.0
+    check_cell_timeout: float = 5.0  # visible checks only print; they never score
     call_timeout: float = 10.0
     total_seconds: float = 240.0
-    max_restarts: int = 4
+    max_restarts: int = 8
 
 
 @dataclass
@@ -71,8 +94,10 @@ class _RunnerGone(Exception):
 class StudentSession:
     """One submission's sandboxed runner plus the bookkeeping around it."""
 
-    def __init__(self, cells, *, budget=Budget(), limits=None, require_isolation=False):
+    def __init__(self, cells, *, check_cells=(), budget=Budget(), limits=None, require_isolation=False):
         self.cells = list(cells)  # code cell sources, in notebook order
+        self.check_cells = set(check_cells)  # positions of visible-check cells (never replayed)
+        self.checks_disabled = False  # set once a visible-check cell hangs or crashes
         self.budget = budget
         self.limits = limits or sandbox.Limits()
         self.require_isolation = require_isolation
@@ -91,10 +116,15 @@ class StudentSession:
         return self.budget.total_seconds - (time.monotonic() - self.started)
 
     def _spawn(self):
+        handed = runner_factory(self) if runner_factory is not None else None
+        if handed is not None:
+            self.proc, self._replies, self.scratch, self._log = handed.proc, handed.replies, handed.scratch, handed.log
+            return
         self.scratch = tempfile.mkdtemp(prefix="sdpa-run-")
         self._log = open(os.path.join(self.scratch, "runner.log"), "wb")
+        argv, readonly = runner_command()
         self.proc = sandbox.sandboxed_popen(
-            [sys.executable, "-I", str(RUNNER)], scratch=self.scratch, readonly=[RUNNER, WIRE],
+            argv, scratch=self.scratch, readonly=readonly,
             limits=self.limits, require_isolation=self.require_isolation,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
         self._replies = queue.Queue()
@@ -149,39 +179,62 @@ class StudentSession:
     def __exit__(self, *exc):
         self.close()
 
-    def _request(self, msg, blobs, timeout):
-        if self.proc is None:
-            self._restart()
+    def _exchange(self, msg, blobs, timeout):
         try:
             wire.send(self.proc.stdin, msg, blobs)
         except OSError as exc:
             raise _RunnerGone(str(exc)) from None
         return self._wait(timeout)
 
+    def _request(self, msg, blobs, timeout):
+        if self.proc is None:
+            self._restart()
+        return self._exchange(msg, blobs, timeout)
+
     def _restart(self):
-        """Start a fresh runner and replay the cells that ran before."""
-        self._kill()
-        if self.restarts > self.budget.max_restarts or self._time_left() <= 0:
-            raise _BudgetSpent()
-        self.restarts += 1 if self.executed else 0
-        self._spawn()
-        for pos in range(self.executed):
-            if pos not in self.skipped:
-                self._request({"op": "exec", "source": self.cells[pos]}, [], self.budget.cell_timeout)
+        """Start a fresh runner and replay the student cells that ran before.
+
+        A replayed cell that now hangs or dies is skipped from then on, so a
+        restart always makes progress; restarts and time are both bounded.
+        """
+        while True:
+            self._kill()
+            if self.restarts > self.budget.max_restarts or self._time_left() <= 0:
+                raise _BudgetSpent()
+            self.restarts += 1 if self.executed else 0
+            current = None
+            try:
+                self._spawn()
+                for pos in range(self.executed):
+                    if pos not in self.skipped and pos not in self.check_cells:
+                        current = pos
+                        self._exchange({"op": "exec", "source": self.cells[pos]}, [], self.budget.cell_timeout)
+                return
+            except (TimeoutError, _RunnerGone) as exc:
+                if current is None:
+                    self.events.append({"kind": "RunnerStartFailed", "detail": str(exc) or type(exc).__name__})
+                else:
+                    self.skipped[current] = "replay-failed"
+                    self.events.append({"cell": current, "kind": "ReplayFailed",
+                                        "detail": "重放这个单元格时超时或进程退出，之后跳过它"})
 
     # -- public API ----------------------------------------------------------
     def run_notebook(self):
         """Execute every code cell; returns {position: nbformat outputs}."""
         outputs = {}
         for pos, source in enumerate(self.cells):
+            is_check = pos in self.check_cells
+            timeout = self.budget.check_cell_timeout if is_check else self.budget.cell_timeout
             try:
-                if self.proc is None:
-                    self._restart()
-                reply, _ = self._request({"op": "exec", "source": source}, [], self.budget.cell_timeout)
+                if is_check and self.checks_disabled:
+                    self.skipped[pos] = "skipped"
+                    outputs[pos] = [{"output_type": "stream", "name": "stdout",
+                                     "text": "（前面的检查单元格超时或崩溃，这个可见检查没有运行；隐藏检查照常评分。）\n"}]
+                    continue
+                reply, _ = self._request({"op": "exec", "source": source}, [], timeout)
                 outputs[pos] = reply.get("outputs", []) if isinstance(reply, dict) else []
             except TimeoutError:
-                outputs[pos] = [self._limit_output(pos, "CellTimeoutError",
-                                                   f"单元格运行超过 {self.budget.cell_timeout:g} 秒，已被终止")]
+                outputs[pos] = [self._limit_output(pos, "CellTimeoutError", f"单元格运行超过 {timeout:g} 秒，已被终止")]
                 self._abandon(pos, "timeout")
             except _RunnerGone as exc:
                 outputs[pos] = [self._limit_output(pos, "KernelDied",
@@ -190,11 +243,13 @@ class StudentSession:
             except _BudgetSpent:
                 outputs[pos] = [self._limit_output(pos, "GradingBudgetExceeded", "这份提交的评分时间已用完")]
                 self.skipped[pos] = "budget"
-            self.executed = pos + 1
+            finally:
+                self.executed = pos + 1
         return outputs
 
     def _abandon(self, pos, reason):
         self.skipped[pos] = reason
+        self.checks_disabled |= pos in self.check_cells
         self._kill()
 
     def _limit_output(self, pos, ename, evalue):

@@ -49,6 +49,13 @@ def derive(reference64, reference_lowp=None, dtype=torch.float64, fudge=FUDGE):
     return Tolerance(atol=atol, rtol=min(rtol, 0.5))
 
 
+def rescale(tol, measured_dtype, target_dtype):
+    """Carry a tolerance measured in one precision over to a finer one."""
+    ratio = torch.finfo(target_dtype).eps / torch.finfo(measured_dtype).eps
+    floor = floor_for(target_dtype)
+    return Tolerance(atol=max(floor.atol, tol.atol * ratio), rtol=max(floor.rtol, tol.rtol * ratio))
+
+
 def close(actual, expected, tol):
     """Elementwise closeness with -inf/inf matched exactly and NaN never equal."""
     actual = actual.to(torch.float64)

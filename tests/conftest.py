@@ -22,7 +22,8 @@ def graded_course(tmp_path_factory):
         course.submit(root, sample.name, samples.build(sample, release))
     started = time.perf_counter()
     # Shorter limits than the defaults keep the hang/loop samples cheap in CI.
-    limits = ["--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5"]
+    limits = ["--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",
+              "--SandboxedExecute.check_cell_timeout=3"]
     autograde = course.nbgrader(root, "autograde", course.ASSIGNMENT, *limits, check=False)
     seconds = time.perf_counter() - started
     course.nbgrader(root, "generate_feedback", course.ASSIGNMENT, check=False)

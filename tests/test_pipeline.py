@@ -58,3 +58,36 @@ def test_export_matches_gradebook(graded_course):
     assert float(rows["correct-reference"]["raw_score"]) == 95.0
     assert float(rows["empty-release"]["raw_score"]) == 0.0
     assert 0 < float(rows["bug-scale-missing"]["raw_score"]) < 95.0
+
+
+SANDBOXED = ("attack-read-solutions", "attack-gradebook-and-grader-files", "attack-network")
+
+
+def _outputs_text(root, student):
+    import nbformat
+
+    nb = nbformat.read(str(root / "autograded" / student / "sdpa" / "sdpa.ipynb"), as_version=4)
+    return "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+
+
+def test_sandbox_hides_course_files_and_network(graded_course):
+    from autograder import sandbox
+
+    if not sandbox.probe().isolated:
+        pytest.skip(f"no sandbox on this machine: {sandbox.probe().reason}")
+    root = graded_course["root"]
+    read = _outputs_text(root, "attack-read-solutions")
+    assert "found: []" in read and "no grader: ModuleNotFoundError" in read
+    write = _outputs_text(root, "attack-gradebook-and-grader-files")
+    assert "wrote" not in write and "trigger planted" not in write and write.count("blocked") == 5
+    assert "connected" not in _outputs_text(root, "attack-network")
+
+
+def test_gradebook_and_grader_files_hold_nothing_from_submissions(graded_course):
+    import sqlite3
+
+    root = graded_course["root"]
+    db = sqlite3.connect(root / "gradebook.db")
+    assert db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall() == []
+    for name in ("nbgrader_config.py", "autograder/wire.py", "autograder/sandbox_runner.py"):
+        assert (root / name).read_bytes() == (course.ROOT / name).read_bytes(), name

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from autograder.checking import CheckFailed, expect_tensor
+from autograder.checking import expect_tensor
 
 PART = "causal_mask"
 FN = "causal_mask"
@@ -26,9 +26,6 @@ def test_rectangular_top_left(student):
 
 
 @pytest.mark.points(1)
-def test_device_argument(student):
-    """device 参数被遵守"""
-    result = student.call(FN, 3, 3, device="meta")
-    if not result.ok or getattr(result.value, "device", "") != "meta":
-        raise CheckFailed(f"causal_mask(3, 3, device='meta') 应返回 meta 设备上的张量；{result.describe() if not result.ok else '实际在 ' + str(getattr(result.value, 'device', '?'))}",
-                          ["device-mismatch"])
+def test_dtype_is_bool(student):
+    """结果是布尔张量（True = 允许关注）"""
+    expect_tensor(student.call(FN, 2, 3), _ref(2, 3), function=FN, args=(2, 3), what="causal_mask(2, 3)")

@@ -1,0 +1,78 @@
+"""An in-process stand-in for `StudentSession`, for trusted code only.
+
+The hidden checks talk to a "student" through `call` and `get`.  Grading
+always uses the sandboxed session; this class runs functions from a plain
+namespace in the current process, which is right only for code we trust:
+the reference solution and our own mutants (unit tests, `make gpu-check`).
+Results still go through the wire encoding, so checks see exactly the data
+shapes they see in real grading.  `device_map` lets a CPU-only machine walk
+the CUDA code path (e.g. {"cuda": "cpu"}).
+"""
+import torch
+
+from . import wire
+from .session import CallResult
+
+
+class LocalStudent:
+    def __init__(self, namespace, device_map=None):
+        self.namespace = dict(namespace)
+        self.device_map = device_map or {}
+        self.calls = []
+
+    def _place(self, value, device):
+        if isinstance(value, torch.Tensor):
+            target = self.device_map.get(device, device)
+            if target == "meta":
+                return torch.empty(value.shape, dtype=value.dtype, device="meta")
+            return value.clone().to(target)
+        return value
+
+    def call(self, fn, *args, on_device="cpu", return_args=False, **kwargs):
+        self.calls.append((fn, on_device))
+        function = self.namespace.get(fn)
+        if not callable(function):
+            return CallResult("missing")
+        args = [self._place(a, on_device) for a in args]
+        kwargs = {k: self._place(v, on_device) for k, v in kwargs.items()}
+        blobs = []
+        try:
+            value = function(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - reported as data, like the runner does
+            return CallResult("raised", ename=type(exc).__name__, evalue=str(exc))
+        encoded = wire.encode(value, blobs)
+        after = [wire.encode(a, blobs) if isinstance(a, torch.Tensor) else None for a in args] if return_args else []
+        decoded = wire.decode(encoded, blobs)
+        if isinstance(decoded, wire.TensorSpec) or isinstance(decoded, tuple):
+            decoded = _relabel(decoded, self.device_map, on_device)
+        return CallResult("ok", value=decoded, args_after=[wire.decode(a, blobs) for a in after])
+
+    def get(self, name):
+        if name not in self.namespace:
+            return None
+        blobs = []
+        return wire.decode(wire.encode(self.namespace[name], blobs), blobs)
+
+
+def _relabel(value, device_map, requested):
+    """Report mapped devices under the requested name (cpu standing in for cuda)."""
+    if isinstance(value, tuple):
+        return tuple(_relabel(v, device_map, requested) for v in value)
+    if isinstance(value, wire.TensorSpec) and requested in device_map and value.device.startswith(
+            device_map[requested]):
+        value.device = requested
+    return value
+
+
+def reference_namespace():
+    """Globals of the solution notebook's setup and answer cells (trusted code)."""
+    import nbformat
+
+    from .samples import SOLUTION_NOTEBOOK
+
+    namespace = {}
+    for cell in nbformat.read(str(SOLUTION_NOTEBOOK), as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and (meta.get("grade_id") == "setup" or meta.get("solution")):
+            exec(compile(cell.source, meta.get("grade_id", "cell"), "exec"), namespace)  # noqa: S102 - our own code
+    return namespace
