@@ -268,6 +268,7 @@ class Runner:
                 reply, out = {"status": "bad-op"}, []
             else:
                 reply, out = handler(msg, blobs)
+            reply["id"] = msg.get("id")  # lets the grader drop frames it did not ask for
             wire.send(self.proto_out, reply, out)
 
 

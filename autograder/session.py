@@ -9,6 +9,7 @@ from then on, so one infinite loop never zeroes the rest of the notebook.
 """
 import os
 import queue
+import secrets
 import shutil
 import subprocess
 import sys
@@ -139,14 +140,19 @@ class StudentSession:
         except (EOFError, OSError, ValueError, wire.WireError) as exc:
             replies.put(exc)
 
-    def _wait(self, timeout):
-        try:
-            reply = self._replies.get(timeout=max(0.1, min(timeout, self._time_left())))
-        except queue.Empty:
-            raise TimeoutError from None
-        if isinstance(reply, Exception):
-            raise _RunnerGone(str(reply))
-        return reply
+    def _wait(self, timeout, request_id=None):
+        """The reply to `request_id`; frames forged by student code are dropped."""
+        deadline = time.monotonic() + max(0.1, min(timeout, self._time_left()))
+        while True:
+            try:
+                reply = self._replies.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise TimeoutError from None
+            if isinstance(reply, Exception):
+                raise _RunnerGone(str(reply))
+            header = reply[0] if isinstance(reply, tuple) else None
+            if request_id is None or (isinstance(header, dict) and header.get("id") == request_id):
+                return reply
 
     def _kill(self):
         if self.proc is not None:
@@ -180,11 +186,12 @@ class StudentSession:
         self.close()
 
     def _exchange(self, msg, blobs, timeout):
+        msg = dict(msg, id=secrets.token_hex(8))
         try:
             wire.send(self.proc.stdin, msg, blobs)
         except OSError as exc:
             raise _RunnerGone(str(exc)) from None
-        return self._wait(timeout)
+        return self._wait(timeout, msg["id"])
 
     def _request(self, msg, blobs, timeout):
         if self.proc is None:

@@ -91,3 +91,11 @@ def test_gradebook_and_grader_files_hold_nothing_from_submissions(graded_course)
     assert db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall() == []
     for name in ("nbgrader_config.py", "autograder/wire.py", "autograder/sandbox_runner.py"):
         assert (root / name).read_bytes() == (course.ROOT / name).read_bytes(), name
+
+
+def test_regrading_gives_the_same_scores(graded_course):
+    root = graded_course["root"]
+    before = graded_course["grades"]
+    for student in ("bug-softmax-global-max", "correct-noisy"):
+        course.nbgrader(root, "autograde", course.ASSIGNMENT, "--student", student, "--force")
+        assert course.grades(root)[student] == before[student]

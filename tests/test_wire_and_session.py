@@ -1,0 +1,85 @@
+"""The runner protocol: data only, bounded, and robust to a hostile student process."""
+import io
+import struct
+
+import pytest
+import torch
+
+from autograder import wire
+from autograder.scoring import seed_for
+from autograder.session import Budget, StudentSession
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.bool,
+                                   torch.int64])
+def test_tensors_round_trip_bit_for_bit(dtype):
+    value = (torch.randn(3, 4) * 10).to(dtype)
+    blobs = []
+    back = wire.decode(wire.encode((value, [1, 2.5, float("-inf")], None), blobs), blobs)
+    assert torch.equal(back[0].tensor, value) and back[0].dtype == str(dtype).replace("torch.", "")
+    assert back[1] == [1, 2.5, float("-inf")] and back[2] is None
+
+
+def test_decoding_refuses_bad_payloads():
+    with pytest.raises(wire.WireError):
+        wire.decode({"__tensor__": 0, "dtype": "object", "shape": [1]}, [b"x"])
+    with pytest.raises(wire.WireError):
+        wire.decode({"__tensor__": 0, "dtype": "float32", "shape": [4]}, [b"1234"])
+    with pytest.raises(wire.WireError):
+        wire.decode({"__weird__": 1}, [])
+    oversized = io.BytesIO(struct.pack(">I", wire.MAX_HEADER_BYTES + 1))
+    with pytest.raises(wire.WireError):
+        wire.receive(oversized)
+
+
+def test_opaque_student_objects_arrive_as_text():
+    class Sneaky:
+        def __repr__(self):
+            return "<sneaky>"
+
+    blobs = []
+    back = wire.decode(wire.encode(Sneaky(), blobs), blobs)
+    assert isinstance(back, wire.OpaqueObject) and back.text == "<sneaky>"
+
+
+def test_seeds_are_per_student_and_stable():
+    assert seed_for("sdpa", "alice", "t") == seed_for("sdpa", "alice", "t")
+    assert seed_for("sdpa", "alice", "t") != seed_for("sdpa", "bob", "t")
+
+
+CELLS = [
+    "import os, torch\ndef double(x):\n    return x * 2",
+    "os.write(1, b'garbage on the protocol channel')\nprint('hello')",
+    "def softmax_cheat(x):\n    return torch.nn.Softmax(dim=-1)(x)",
+    "def special_cheat(x):\n    return torch.special.softmax(x, -1)",
+    "def forge(x):\n    for fd in range(3, 12):\n        try:\n            os.write(fd, b'\\x00\\x00\\x00\\x02{}')\n"
+    "        except OSError:\n            pass\n    return x",
+    "def hang(x):\n    while True:\n        pass",
+]
+
+
+@pytest.fixture(scope="module")
+def session():
+    s = StudentSession(CELLS, budget=Budget(call_timeout=3, total_seconds=120))
+    s.outputs = s.run_notebook()
+    yield s
+    s.close()
+
+
+def test_prints_never_reach_the_protocol(session):
+    assert session.outputs[1] == [{"output_type": "stream", "name": "stdout", "text": "hello\n"}]
+    assert session.call("double", torch.ones(2)).value.tensor.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("fn", ["softmax_cheat", "special_cheat"])
+def test_builtin_softmax_is_caught_however_it_is_reached(session, fn):
+    result = session.call(fn, torch.randn(2, 3))
+    assert result.status == "raised" and result.forbidden
+
+
+def test_forged_frames_and_hangs_cost_one_call_each(session):
+    session.call("forge", torch.ones(1))  # garbage or a hang-up: either way, the next call works
+    assert session.call("double", torch.ones(1)).ok
+    assert session.call("hang", torch.ones(1)).status == "timeout"
+    assert session.call("hang", torch.ones(1)).status == "timeout"  # no second wait
+    assert session.call("double", torch.ones(1)).ok

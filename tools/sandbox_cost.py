@@ -1,0 +1,59 @@
+"""Measure what the sandbox costs: stock `nbgrader autograde` with and without it.
+
+Usage: python tools/sandbox_cost.py [--n 8]
+
+Grades the same N sample submissions (a mix of correct and buggy ones) in two
+fresh course copies, once sandboxed and once with SDPA_SANDBOX=off, checks
+that every score is identical, and prints seconds per submission for both.
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from autograder import course, samples  # noqa: E402
+
+MIX = ["correct-reference", "bug-mask-inverted", "bug-scale-by-dk", "correct-alternatives", "bug-softmax-unstable",
+       "bug-causal-off-by-one", "correct-noisy", "bug-padding-polarity"]
+
+
+def grade(root, n, sandbox):
+    course.nbgrader(root, "generate_assignment", course.ASSIGNMENT, "--force")
+    release = course.release_notebook(root)
+    by_name = {s.name: s for s in samples.CATALOGUE}
+    for i in range(n):
+        course.submit(root, f"s{i:03d}", samples.build(by_name[MIX[i % len(MIX)]], release))
+    if not sandbox:
+        os.environ["SDPA_SANDBOX"] = "off"
+    try:
+        started = time.perf_counter()
+        course.nbgrader(root, "autograde", course.ASSIGNMENT)
+        seconds = time.perf_counter() - started
+    finally:
+        os.environ.pop("SDPA_SANDBOX", None)
+    return seconds, course.grades(root)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=8, help="number of submissions (default 8)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        on_s, on = grade(course.make_course(Path(tmp) / "sandboxed"), args.n, sandbox=True)
+        off_s, off = grade(course.make_course(Path(tmp) / "plain"), args.n, sandbox=False)
+    print(f"sandboxed:   {on_s / args.n:.2f} s per submission ({args.n} submissions, {on_s:.1f} s)")
+    print(f"unsandboxed: {off_s / args.n:.2f} s per submission ({args.n} submissions, {off_s:.1f} s)")
+    print(f"overhead:    {(on_s - off_s) / args.n:+.2f} s per submission")
+    if on != off:
+        print("SCORES DIFFER between the two runs", file=sys.stderr)
+        return 1
+    print("scores identical")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
