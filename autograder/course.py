@@ -77,3 +77,32 @@ def grades(course):
 
 def feedback_html(course, student):
     return Path(course) / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
+
+
+def grading_report(course, student):
+    """The trusted scorer's JSON report of one student's notebook."""
+    import json
+
+    path = Path(course) / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.grading.json"
+    return json.loads(path.read_text())
+
+
+def grade_samples(course, catalogue, *autograde_args):
+    """Release, submit every sample, autograde, give feedback, export: like an instructor.
+
+    Returns (grades, autograde seconds, the autograde CompletedProcess).
+    """
+    import time
+
+    from . import samples
+
+    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    release = release_notebook(course)
+    for sample in catalogue:
+        submit(course, sample.name, samples.build(sample, release))
+    started = time.perf_counter()
+    autograde = nbgrader(course, "autograde", ASSIGNMENT, *autograde_args, check=False)
+    seconds = time.perf_counter() - started
+    nbgrader(course, "generate_feedback", ASSIGNMENT, check=False)
+    nbgrader(course, "export")
+    return grades(course), seconds, autograde

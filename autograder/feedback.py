@@ -11,7 +11,8 @@ from .misconceptions import CATALOGUE
 
 STYLE = ("<style>.sdpa-fb{font-family:system-ui,sans-serif;font-size:14px;line-height:1.45}"
          ".sdpa-fb .sum{font-weight:600;margin:4px 0 6px}.sdpa-fb table{border-collapse:collapse}"
-         ".sdpa-fb td{padding:2px 8px;vertical-align:top;border-bottom:1px solid #ddd}"
+         ".sdpa-fb table{width:100%}.sdpa-fb td{padding:2px 8px;vertical-align:top;border-bottom:1px solid #ddd}"
+         ".sdpa-fb td:last-child{white-space:nowrap;text-align:right}"
          ".sdpa-fb .ok{color:#18794e}.sdpa-fb .bad{color:#b42318}.sdpa-fb code{background:#f2f2f2;padding:0 3px}"
          ".sdpa-fb .code{font-family:monospace;font-weight:600;color:#8a3b00}.sdpa-fb .ex{color:#555;font-size:12px}"
          "</style>")

@@ -447,6 +447,31 @@ EMPTY = [Sample("empty-release", "empty", "zero")]
 CATALOGUE = CORRECT + BUGS + ATTACKS + EMPTY
 
 
+def verdict(sample, cells, shown_codes):
+    """Whether grading met `sample.expect`; returns (ok, why) for tests and reports.
+
+    cells: {grade_id: (auto_score, max_score)} of the autograded code cells;
+    shown_codes: misconception codes that the feedback named.
+    """
+    earned = sum(score or 0 for score, _ in cells.values())
+    possible = sum(top for _, top in cells.values())
+    lost = {k: v for k, v in cells.items() if v[0] != v[1]}
+    if sample.expect == "full" and earned != possible:
+        return False, f"lost points in {lost}"
+    if sample.expect == "zero" and earned != 0:
+        return False, f"earned {earned} points: {({k: v for k, v in cells.items() if v[0]})}"
+    if sample.expect == "partial" and not 0 < earned < possible:
+        return False, f"expected partial credit, got {earned}/{possible}"
+    if sample.expect == "lose":
+        outside = {k: v for k, v in lost.items() if k not in sample.lose}
+        if outside:
+            return False, f"parts outside {sample.lose} lost points: {outside}"
+    missing = set(sample.codes) - set(shown_codes)
+    if missing:
+        return False, f"feedback did not name {sorted(missing)} (named {sorted(shown_codes)})"
+    return True, ""
+
+
 def solved_release(release_nb):
     """The released notebook with every answer cell filled from the reference."""
     solution = nbformat.read(str(SOLUTION_NOTEBOOK), as_version=4)

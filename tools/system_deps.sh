@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Install the Debian packages the course needs, when missing and when we can.
-# bubblewrap: the grading sandbox.  chromium + chromium-driver: browser tests.
+# bubblewrap: the grading sandbox.  chromium + chromium-driver + fonts-noto-cjk: browser tests.
 set -euo pipefail
 missing=()
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v chromium >/dev/null || missing+=(chromium chromium-driver)
+# CJK fonts, so the Chinese lesson and feedback render in browser screenshots.
+fc-list :lang=zh 2>/dev/null | grep -q . || missing+=(fonts-noto-cjk)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing ${missing[*]} (apt-get)"

@@ -1,0 +1,54 @@
+"""Grade the whole sample catalogue with stock nbgrader and print the figures.
+
+Usage: python tools/catalogue.py [--keep DIR]
+
+Prints one line per sample (kind, expectation, score, codes named, seconds,
+verdict) and the summary: catch rate (buggy samples that lose points),
+diagnosis rate (buggy samples whose expected codes the feedback names),
+attacks held, correct variants at full marks, and seconds per submission.
+Exits non-zero if any sample is not graded as expected.
+"""
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from autograder import course, samples  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", help="grade in this directory and keep it (default: a temporary one)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = course.make_course(Path(args.keep or tmp) / "course")
+        grades, seconds, _ = course.grade_samples(root, samples.CATALOGUE)
+        rows, tally = [], {}
+        for sample in samples.CATALOGUE:
+            cells = grades.get(sample.name, {})
+            report = course.grading_report(root, sample.name) if cells else {"cells": [], "seconds": 0}
+            shown = sorted({code for cell in report["cells"] for check in cell["checks"] for code in check["codes"]})
+            ok, why = samples.verdict(sample, cells, shown) if cells else (False, "not graded")
+            earned = sum(s or 0 for s, _ in cells.values())
+            caught = sample.kind != "bug" or earned < sum(m for _, m in cells.values())
+            diagnosed = set(sample.codes) <= set(shown)
+            tally.setdefault(sample.kind, []).append((ok, caught, diagnosed))
+            rows.append((sample.name, sample.kind, sample.expect, f"{earned:g}/95", ",".join(shown) or "-",
+                         f"{report.get('seconds', 0):.1f}s", "ok" if ok else "UNEXPECTED: " + why))
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row[:6], widths)), row[6])
+    bugs, attacks, correct = tally.get("bug", []), tally.get("attack", []), tally.get("correct", [])
+    print(f"\ncatch rate:      {sum(c for _, c, _ in bugs)}/{len(bugs)} buggy samples lose points")
+    print(f"diagnosis rate:  {sum(d for _, _, d in bugs)}/{len(bugs)} buggy samples get their expected code")
+    print(f"attacks held:    {sum(o for o, _, _ in attacks)}/{len(attacks)}")
+    print(f"correct variants at full marks: {sum(o for o, _, _ in correct)}/{len(correct)}")
+    print(f"grading time:    {seconds / len(samples.CATALOGUE):.2f} s per submission "
+          f"(stock nbgrader autograde, {len(samples.CATALOGUE)} submissions, {seconds:.0f} s)")
+    return 0 if all(r[6] == "ok" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
