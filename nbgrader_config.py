@@ -22,5 +22,6 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 60
 c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
+os.makedirs(c.Exchange.root, exist_ok=True)  # nbgrader (and formgrader) expect it to exist
 
 configure(c)

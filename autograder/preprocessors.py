@@ -198,7 +198,9 @@ class TrustedScoring(NbGraderPreprocessor):
                              render_html(label, result, max_points, earned, events))]
         visible = [_as_plain(o) for o in cell.get("outputs", [])]
         cell.outputs = head + [nbformat.from_dict({"output_type": "execute_result", "execution_count": cell.get(
-            "execution_count"), "metadata": {}, "data": {"text/plain": repr(earned)}})] + visible
+            "execution_count"), "metadata": {}, "data": {
+                "text/plain": repr(earned),  # what nbgrader reads as this cell's partial credit
+                "text/html": f"<b>本单元格得分：{earned:g} / {max_points:g}</b>"}})] + visible
         return {"grade_id": meta.get("grade_id"), "part": part, "points": earned, "max_points": max_points,
                 "checks": [{"name": c.name, "passed": c.passed, "points": c.points, "max_points": c.max_points,
                             "codes": c.codes, "message": c.message} for c in (result.checks if result else [])]}

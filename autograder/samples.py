@@ -22,7 +22,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION_NOTEBOOK = ROOT / "solutions" / "sdpa_solution.ipynb"
-MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.M)
+MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*(?:\n|\Z)", re.M)
 
 
 @dataclass(frozen=True)

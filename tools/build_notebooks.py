@@ -28,11 +28,20 @@ SOLUTION_NOTEBOOK = ROOT / "solutions" / "sdpa_solution.ipynb"
 HIDDEN = "### BEGIN HIDDEN TESTS\nrun_hidden_checks({part!r})\n### END HIDDEN TESTS"
 
 
-def _meta(grade_id, *, grade=False, solution=False, locked=True, points=None):
+def _meta(grade_id, *, grade=False, solution=False, locked=True, points=None, tags=None):
     nb = {"grade": grade, "solution": solution, "locked": locked, "grade_id": grade_id, "schema_version": 3}
     if points is not None:
         nb["points"] = points
-    return {"nbgrader": nb}
+    meta = {"nbgrader": nb}
+    if tags:
+        meta["tags"] = list(tags)
+    return meta
+
+
+# Answer stubs raise NotImplementedError and visible checks fail until the answer is
+# written; this tag makes JupyterLab's "Run All Cells" go on past such a cell instead
+# of silently skipping every later cell (the lesson, the heatmap, the other checks).
+RUN_ON = ("raises-exception",)
 
 
 def md(grade_id, source):
@@ -48,7 +57,8 @@ def code(grade_id, source):
 
 
 def solution(grade_id, source):
-    cell = nbformat.v4.new_code_cell(source.strip("\n"), metadata=_meta(grade_id, solution=True, locked=False))
+    cell = nbformat.v4.new_code_cell(source.strip("\n"), metadata=_meta(grade_id, solution=True, locked=False,
+                                                                          tags=RUN_ON))
     cell.id = grade_id
     return cell
 
@@ -59,7 +69,7 @@ def function_cell(name):
 
 def check(grade_id, part, points, visible):
     source = visible.strip("\n") + "\n\n" + HIDDEN.format(part=part)
-    cell = nbformat.v4.new_code_cell(source, metadata=_meta(grade_id, grade=True, points=points))
+    cell = nbformat.v4.new_code_cell(source, metadata=_meta(grade_id, grade=True, points=points, tags=RUN_ON))
     cell.id = grade_id
     return cell
 
@@ -82,6 +92,18 @@ import matplotlib.pyplot as plt
 torch.set_printoptions(precision=4, sci_mode=False)
 
 
+class NotDoneYet(AssertionError):
+    """上面的单元格还没有完成。"""
+
+
+def _show_not_done(shell, kind, value, tb, tb_offset=None):
+    # 只显示一行提示，不显示检查工具自己的代码
+    shell._showtraceback(kind, value, [f"{kind.__name__}: {value}"])
+
+
+get_ipython().set_custom_exc((NotDoneYet,), _show_not_done)
+
+
 class visible_check:
     """可见检查的小工具：函数还没实现时给出清楚的提示，而不是一长串报错。"""
 
@@ -93,7 +115,7 @@ class visible_check:
 
     def __exit__(self, kind, value, tb):
         if kind is NotImplementedError:
-            raise AssertionError(f"{self.name} 还没有实现：请先完成上面的单元格，再运行这个检查。") from None
+            raise NotDoneYet(f"{self.name} 还没有实现：请先完成上面的单元格，再运行这个检查。") from None
         if kind is None:
             print(f"✓ {self.name} 通过了可见检查（评分时还有隐藏检查）。")
         return False

@@ -1,0 +1,505 @@
+"""What a student and an instructor see, driven in headless Chromium (issue 6).
+
+One JupyterLab server runs for the whole module, rooted at a temporary copy of
+the course.  The student works on a copy of the released notebook
+(``student/sdpa/sdpa.ipynb``): runs it as released, then types the reference
+answers into the answer cells through the page and runs it again.  The
+instructor's side grades two sample submissions with the stock nbgrader
+commands, opens the feedback page of the buggy one and the formgrader's
+manual-grading view of a written answer.
+
+Screenshots land in ``.artifacts/browser/`` (git-ignored), with
+``timings.json`` saying how long each step took.
+"""
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import course, samples
+
+try:
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # pragma: no cover - depends on the environment
+    sync_playwright = None
+
+ROOT = Path(__file__).resolve().parents[1]
+RELEASE = ROOT / "assignments" / course.ASSIGNMENT / f"{course.ASSIGNMENT}.ipynb"
+ARTIFACTS = ROOT / ".artifacts" / "browser"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+STUDENT_NOTEBOOK = f"student/{course.ASSIGNMENT}/{course.ASSIGNMENT}.ipynb"
+BUGGY, CORRECT = "bug-mask-inverted", "correct-reference"
+# Generous limits for a loaded 2-core machine; a normal run is much faster.
+SERVER_START_S = 90
+RUN_ALL_S = 240
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(sync_playwright is None, reason="playwright is not installed (pip install -e '.[browser]')"),
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (run `make system-deps`)"),
+]
+
+TIMINGS = {}
+
+
+class _timed:
+    """Record how long a step took in TIMINGS (written to timings.json at the end)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.started = time.perf_counter()
+
+    def __exit__(self, *exc):
+        TIMINGS[self.name] = round(time.perf_counter() - self.started, 1)
+        return False
+
+
+def _shot(target, name, **kwargs):
+    """Screenshot a page or element into .artifacts/browser/<name>.png."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    target.screenshot(path=str(ARTIFACTS / f"{name}.png"), **kwargs)
+
+
+# ---------------------------------------------------------------- the release
+
+
+def _release_cells():
+    """[(index, cell)] of the released notebook; DOM cell i is notebook cell i."""
+    return list(enumerate(nbformat.read(str(RELEASE), as_version=4).cells))
+
+
+def _meta(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def _answer_cells():
+    return [(i, c) for i, c in _release_cells() if c.cell_type == "code" and _meta(c).get("solution")]
+
+
+def _grade_cells():
+    return [(i, c) for i, c in _release_cells() if c.cell_type == "code" and _meta(c).get("grade")]
+
+
+def _visible_check_name(cell):
+    found = re.search(r'with visible_check\("([^"]+)"\)', cell.source)
+    return found and found.group(1)
+
+
+def _reference_answers():
+    """grade_id -> the solved answer cell, as `samples` fills it in (solution markers stripped)."""
+    solution = nbformat.read(str(samples.SOLUTION_NOTEBOOK), as_version=4)
+    return {_meta(c)["grade_id"]: samples.MARKER.sub("", c.source).rstrip("\n") for c in solution.cells
+            if _meta(c).get("solution") and c.cell_type == "code"}
+
+
+# ------------------------------------------------------------------ processes
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _descendants(pid):
+    """Pids of every live process below `pid` (from /proc)."""
+    children = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _stop(proc):
+    """Stop the server, then anything it started that outlived it (kernels)."""
+    below = _descendants(proc.pid)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)  # jupyter shuts its kernels down on SIGTERM
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    for pid in below:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture(scope="module")
+def course_dir(tmp_path_factory):
+    """A temporary course (the repo's course files) plus the student's copy of the release."""
+    root = course.make_course(tmp_path_factory.mktemp("browser") / "course")
+    student = root / STUDENT_NOTEBOOK
+    student.parent.mkdir(parents=True)
+    shutil.copy2(RELEASE, student)
+    return root
+
+
+@pytest.fixture(scope="module")
+def lab(course_dir):
+    """JupyterLab on a free localhost port with a token, rooted at the course (formgrader needs that)."""
+    home = course_dir.parent / "jupyter-home"
+    settings = home / "settings"
+    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notification.parent.mkdir(parents=True)
+    # No "get Jupyter news?" toast over the notebook, no update check (there is no network).
+    notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = course.nbgrader_env()  # the venv's bin first on PATH (nbgrader shells out to alembic)
+    # Keep the user's Jupyter config, kernels, workspaces and IPython profile out of it.
+    env.update(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"),
+               MPLBACKEND="module://matplotlib_inline.backend_inline")
+    cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", "--port", str(port),
+           f"--ServerApp.token={token}", f"--ServerApp.root_dir={course_dir}", "--ServerApp.ip=127.0.0.1",
+           f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={home / 'workspaces'}"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log_path = course_dir.parent / "jupyterlab.log"
+    started = time.perf_counter()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, cwd=course_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            assert proc.poll() is None, f"JupyterLab exited:\n{log_path.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"JupyterLab did not answer:\n{log_path.read_text()[-3000:]}"
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=5)
+                break
+            except OSError:
+                time.sleep(0.5)
+        TIMINGS["server start"] = round(time.perf_counter() - started, 1)
+        yield {"base": f"http://127.0.0.1:{port}", "token": token, "log": log_path}
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _write_timings():
+    yield
+    if TIMINGS:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / "timings.json").write_text(json.dumps(TIMINGS, indent=2, ensure_ascii=False) + "\n")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def graded(course_dir):
+    """generate_assignment, two submissions (buggy and correct), autograde, generate_feedback."""
+    with _timed("grade 2 submissions (generate, autograde, feedback)"):
+        course.nbgrader(course_dir, "generate_assignment", course.ASSIGNMENT, "--force")
+        release = course.release_notebook(course_dir)
+        by_name = {s.name: s for s in samples.CATALOGUE}
+        for student in (BUGGY, CORRECT):
+            course.submit(course_dir, student, samples.build(by_name[student], release))
+        course.nbgrader(course_dir, "autograde", course.ASSIGNMENT)
+        course.nbgrader(course_dir, "generate_feedback", course.ASSIGNMENT)
+    return course_dir
+
+
+# ------------------------------------------------------------------- notebook
+
+
+@pytest.fixture(scope="module")
+def notebook(lab, browser):
+    """The student's notebook open in JupyterLab, kernel started and idle."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    with _timed("open notebook (page load + kernel start)"):
+        page.goto(f"{lab['base']}/lab/tree/{STUDENT_NOTEBOOK}?token={lab['token']}")
+        cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        expect(cells).to_have_count(len(_release_cells()), timeout=120_000)
+        _wait_kernel_idle(page, 120_000)
+    yield page
+    page.close()
+
+
+def _wait_kernel_idle(page, timeout):
+    page.wait_for_function(
+        """() => {
+            const ind = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');
+            const name = document.querySelector('.jp-NotebookPanel .jp-KernelName');
+            return ind && ind.dataset.status === 'idle' && name && /Python/.test(name.textContent);
+        }""", timeout=timeout)
+
+
+def _cell(page, index):
+    return page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").nth(index)
+
+
+def _prompts(page):
+    """The input prompts of every code cell, e.g. ['[1]:', '[*]:', '[ ]:']."""
+    return page.evaluate("""() => Array.from(document.querySelectorAll(
+        '.jp-NotebookPanel .jp-Notebook .jp-CodeCell .jp-InputPrompt')).map(e => e.textContent.trim())""")
+
+
+def _count(prompt):
+    found = re.fullmatch(r"\[(\d+)\]:", prompt)
+    return int(found.group(1)) if found else None
+
+
+def _run_all(page, label):
+    """Run > Run All Cells from the menu bar; wait until every code cell ran and the kernel is idle."""
+    before = max((_count(p) or 0 for p in _prompts(page)), default=0)
+    with _timed(label):
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-item:has(.lm-Menu-itemLabel:text-is('Run All Cells'))").click()
+        try:
+            # Settled: kernel idle, nothing queued ([*]) and something ran.  Cells that Run All
+            # skipped (after an error in a cell without the `raises-exception` tag) show [ ].
+            page.wait_for_function(
+                """(before) => {
+                    const ps = Array.from(document.querySelectorAll(
+                        '.jp-NotebookPanel .jp-Notebook .jp-CodeCell .jp-InputPrompt')).map(p => p.textContent);
+                    const ind = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');
+                    return ind && ind.dataset.status === 'idle' && !ps.some(p => p.includes('*'))
+                        && ps.some(p => Number((p.match(/\\d+/) || [0])[0]) > before);
+                }""", arg=before, timeout=RUN_ALL_S * 1000)
+        except PlaywrightError:
+            _shot(page, f"{label}-stalled")
+            pytest.fail(f"Run All Cells did not finish within {RUN_ALL_S}s; prompts: {_prompts(page)}")
+    prompts = _prompts(page)
+    skipped = [i for i, p in enumerate(prompts) if (_count(p) or 0) <= before]
+    if skipped:
+        _shot(page, f"{label}-stopped")
+        pytest.fail(f"Run All Cells stopped early: {len(skipped)} of {len(prompts)} code cells did not run "
+                    f"(prompts: {prompts}). A cell that raises without the `raises-exception` tag stops "
+                    "Run All there, so the student sees nothing below it.")
+
+
+def _outputs(page):
+    """Per DOM cell: [{mime, text}] of its outputs (textContent: also for cells scrolled out of view)."""
+    return page.evaluate("""() => Array.from(document.querySelectorAll(
+        '.jp-NotebookPanel .jp-Notebook .jp-Cell')).map(c => Array.from(
+            c.querySelectorAll('.jp-OutputArea-output')).map(o => ({
+                mime: o.dataset.mimeType || '', text: o.textContent})))""")
+
+
+def _errors(outputs):
+    """Texts of the outputs JupyterLab shows in red: tracebacks and anything written to stderr."""
+    return [o["text"] for o in outputs if o["mime"] == "application/vnd.jupyter.stderr"]
+
+
+def _grade_id(cell):
+    return _meta(cell).get("grade_id")
+
+
+def test_lesson_renders_and_stubs_fail_helpfully(notebook):
+    page = notebook
+    _shot(page, "01-notebook-opened")
+    markdown = page.locator(".jp-NotebookPanel .jp-MarkdownCell .jp-RenderedMarkdown")
+    # The formula cell: typeset math (JupyterLab uses MathJax 3), no TeX left as raw text.
+    formula = next(i for i, c in _release_cells() if _grade_id(c) == "formula")
+    math = _cell(page, formula).locator("mjx-container")
+    expect(math.first).to_be_visible()
+    expect(page.locator(".jp-NotebookPanel mjx-merror")).to_have_count(0)
+    raw_tex = page.evaluate("""() => Array.from(document.querySelectorAll(
+        '.jp-NotebookPanel .jp-RenderedMarkdown')).map(e => e.textContent).filter(t => /\\$|\\\\frac|\\\\mathrm/.test(t))""")
+    assert not raw_tex, f"TeX left unrendered in the lesson: {[t[:120] for t in raw_tex]}"
+    _shot(_cell(page, formula), "02-lesson-formula")
+    # The Q/K/V table is a rendered HTML table with its header row.
+    qkv = next(i for i, c in _release_cells() if _grade_id(c) == "qkv")
+    table = _cell(page, qkv).locator(".jp-RenderedMarkdown table")
+    expect(table).to_be_visible()
+    expect(table.locator("th").first).to_have_text(re.compile(r"\S"))
+    assert markdown.locator("table").count() >= 3, "the lesson's markdown tables did not render"
+    _shot(_cell(page, qkv), "03-lesson-table")
+
+    _run_all(page, "run all (as released)")
+    outputs = _outputs(page)
+    problems = []
+    answers = {i for i, _ in _answer_cells()}
+    grades = {i for i, _ in _grade_cells()}
+    for i, cell in _release_cells():
+        if cell.cell_type != "code":
+            continue
+        errors, name = _errors(outputs[i]), _grade_id(cell)
+        if i in answers and re.search(r"^raise NotImplementedError", cell.source, re.M):
+            # A top-level stub (hand-calc, shapes, bug choice) raises when run.
+            if not any("NotImplementedError" in e for e in errors):
+                problems.append(f"stub cell {name} does not show NotImplementedError: {errors}")
+        elif i in answers:
+            # A function stub only defines the function: its check cell says it is not implemented yet.
+            if errors:
+                problems.append(f"function stub {name} shows an error when run: {[e[-300:] for e in errors]}")
+        elif i in grades:
+            helpful = [e for e in errors if "还没有实现" in e or "还没有填写" in e]
+            if errors and not helpful:
+                problems.append(f"grade cell {name} shows an unhelpful error: {[e[-300:] for e in errors]}")
+            if _visible_check_name(cell) and not any("还没有实现" in e for e in errors):
+                problems.append(f"grade cell {name} does not say the function is not implemented yet: {errors}")
+        elif errors:
+            problems.append(f"cell {name} shows an error: {[e[-300:] for e in errors]}")
+    assert not problems, "\n".join(problems)
+
+    # The helpful message is on screen, not only somewhere in the DOM.
+    first_stub = min(i for i, c in _answer_cells() if "\nraise NotImplementedError" in c.source)
+    _cell(page, first_stub).scroll_into_view_if_needed()
+    expect(_cell(page, first_stub).locator(".jp-OutputArea-output")).to_contain_text("NotImplementedError")
+    _shot(_cell(page, first_stub), "04-stub-not-implemented")
+    check = next(i for i, c in _grade_cells() if _grade_id(c) == "apply_mask-check")
+    message = _cell(page, check).locator(".jp-OutputArea-output", has_text="还没有实现")
+    message.scroll_into_view_if_needed()
+    expect(message).to_be_visible()
+    expect(message).to_contain_text("apply_mask 还没有实现：请先完成上面的单元格，再运行这个检查。")
+    _shot(_cell(page, check - 1), "05-stub-cell-before-check")
+    _shot(_cell(page, check), "05-check-not-implemented-message")
+    heatmap = next(i for i, c in _release_cells() if _grade_id(c) == "heatmap")
+    expect(_cell(page, heatmap).locator(".jp-OutputArea-output")).to_contain_text("先完成上面的函数")
+
+
+def _type_into(page, index, text):
+    """Click into the cell's editor, select all, and insert `text` as typed/pasted input."""
+    cell = _cell(page, index)
+    cell.scroll_into_view_if_needed()
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(text)
+    lines = cell.locator(".cm-content .cm-line")
+    expect(lines).to_have_count(len(text.split("\n")))
+    typed = "\n".join(lines.all_text_contents())
+    assert typed.replace("\u200b", "") == text, f"cell {index} holds other text than what was typed"
+    page.keyboard.press("Escape")  # back to command mode, as after editing
+
+
+def test_reference_answers_pass_visible_checks_and_draw_heatmap(notebook):
+    page = notebook
+    answers = _reference_answers()
+    with _timed("type 12 answers through the editor"):
+        for i, cell in _answer_cells():
+            _type_into(page, i, answers[_grade_id(cell)])
+    _run_all(page, "run all (reference answers)")
+    outputs = _outputs(page)
+    problems = []
+    for i, cell in _release_cells():
+        if cell.cell_type != "code":
+            continue
+        errors, name = _errors(outputs[i]), _grade_id(cell)
+        if errors:
+            problems.append(f"cell {name} shows an error: {[e[-400:] for e in errors]}")
+        text = "".join(o["text"] for o in outputs[i])
+        check = _visible_check_name(cell)
+        if check and f"✓ {check} 通过了可见检查" not in text:
+            problems.append(f"grade cell {name} does not show '✓ {check} 通过了可见检查': {text[-300:]!r}")
+        elif _meta(cell).get("grade") and "✓" not in text:
+            problems.append(f"grade cell {name} shows no ✓ line: {text[-300:]!r}")
+    assert not problems, "\n".join(problems)
+
+    check = next(i for i, c in _grade_cells() if _grade_id(c) == "apply_mask-check")
+    passed = _cell(page, check).locator(".jp-OutputArea-output", has_text="✓ apply_mask 通过了可见检查")
+    passed.scroll_into_view_if_needed()
+    expect(passed).to_be_visible()
+    _shot(page, "06-solved-checks-pass")
+
+    heatmap = next(i for i, c in _release_cells() if _grade_id(c) == "heatmap")
+    image = _cell(page, heatmap).locator(".jp-OutputArea-output img")
+    expect(image).to_have_count(1)
+    image.scroll_into_view_if_needed()
+    expect(image).to_be_visible()
+    size = image.evaluate("img => [img.complete, img.naturalWidth, img.naturalHeight]")
+    assert size[0] and size[1] > 200 and size[2] > 200, f"heatmap image not loaded: {size}"
+    _shot(_cell(page, heatmap), "07-heatmap")
+
+
+# ------------------------------------------------------------------ instructor
+
+
+def test_feedback_page_shows_the_failed_check(graded, browser):
+    html = course.feedback_html(graded, BUGGY)
+    assert html.exists(), f"no feedback written for {BUGGY}"
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    try:
+        with _timed("open feedback page"):
+            page.goto(html.as_uri())
+        feedback = page.locator(".sdpa-fb").filter(has=page.locator(".sum", has_text="apply_mask-check："))
+        expect(feedback).to_have_count(1)
+        feedback.scroll_into_view_if_needed()
+        summary = feedback.locator(".sum")
+        expect(summary).to_be_visible()
+        expect(summary).to_have_text(re.compile(r"^apply_mask-check：\d+(\.\d+)? / 10 分（\d+ 项隐藏检查，\d+ 项未通过）$"))
+        failed = feedback.locator("tr", has=page.locator(".bad", has_text="✗")).filter(has_text="[mask-inverted]")
+        expect(failed.first).to_be_visible()
+        expect(failed.first.locator(".code", has_text="[mask-inverted]")).to_be_visible()
+        expect(failed.first).to_contain_text("提示：")
+        _shot(feedback, "08-feedback-failed-check")
+        _shot(page, "08-feedback-viewport")
+    finally:
+        page.close()
+
+
+def test_formgrader_shows_written_answer_for_manual_grading(graded, lab, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        with _timed("formgrader: list and open a submission"):
+            response = page.goto(f"{lab['base']}/formgrader?token={lab['token']}")
+            if response is None or response.status == 404:
+                pytest.skip(f"formgrader is not served by this JupyterLab/nbgrader (GET /formgrader: "
+                            f"{response and response.status}); server log: {lab['log']}")
+            api = page.request.get(f"{lab['base']}/formgrader/api/submitted_notebooks/"
+                                   f"{course.ASSIGNMENT}/{course.ASSIGNMENT}")
+            assert api.ok, f"formgrader API: {api.status} {api.text()[:300]}"
+            by_student = {s["student"]: s for s in api.json()}
+            assert set(by_student) == {BUGGY, CORRECT}
+            assert by_student[BUGGY]["needs_manual_grade"], "written answers should wait for a manual grade"
+            # Manual Grading > sdpa > sdpa > the buggy student's submission, as an instructor clicks it.
+            page.goto(f"{lab['base']}/formgrader/gradebook/{course.ASSIGNMENT}/{course.ASSIGNMENT}")
+            page.locator(f'a[href$="/formgrader/submissions/{by_student[BUGGY]["id"]}"]').first.click()
+            score = page.locator("input.score#written-a1")
+            expect(score).to_be_visible()
+        panel = page.locator(".nbgrader_cell", has=score)
+        expect(panel).to_contain_text("Student's answer")
+        expect(panel.locator(".panel-body")).to_contain_text("交叉注意力")
+        expect(panel).to_contain_text("/ 2.5")
+        expect(page.locator("textarea#written-a1-comment")).to_be_visible()
+        panel.scroll_into_view_if_needed()
+        _shot(panel, "09-formgrader-written-a1")
+        # Give it a manual grade: the formgrader saves it to the gradebook.
+        score.fill("2")
+        score.press("Tab")
+        grades_url = f"{lab['base']}/formgrader/api/grades?submission_id={by_student[BUGGY]['id']}"
+        deadline = time.monotonic() + 30
+        while True:
+            saved = {g["name"]: g for g in page.request.get(grades_url).json()}["written-a1"]
+            if saved["manual_score"] == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert saved["manual_score"] == 2, f"the manual grade was not saved: {saved}"
+    finally:
+        page.close()
