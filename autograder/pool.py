@@ -1,0 +1,162 @@
+"""Runners started ahead of time, so a submission does not wait for `import torch`.
+
+Before a runner can execute a notebook's first cell it costs about 1.5 s of
+CPU: bubblewrap, the interpreter, IPython, and the first (instructor) cell's
+``import torch`` / ``import matplotlib.pyplot``.  A `RunnerPool` keeps one
+runner started ahead of need, so that work overlaps the previous submission
+instead of adding to each one's latency:
+
+* a pooled runner is spawned exactly as `StudentSession` spawns one (the
+  argv of `session.runner_command`, `sandbox.sandboxed_popen`, the session's
+  limits and isolation requirement), so the sandbox wraps it like any other;
+* once started it is sent one exec request that imports `PRELOAD_MODULES`
+  without binding any name: only ``sys.modules`` changes, as the release's
+  first cell -- which every graded notebook runs -- would do a moment later.
+  Its output is discarded and it never reaches a student's notebook;
+* `install` registers the pool as ``session.runner_factory``; `take` hands
+  one ready runner to exactly one session, which owns it from then on (and
+  kills it when it closes, as always).  A runner is never given to a second
+  session, so no student's process is ever reused for another student;
+* if the spare is not usable (limits differ from what the session asks for,
+  it failed to start, died, or is not ready in ``start_timeout`` seconds) the
+  session starts its own runner as it would without a pool.
+
+A pool belongs to one process and is not thread-safe: one grading worker,
+one pool.
+"""
+import logging
+import os
+import queue
+import secrets
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+
+from . import sandbox, session, wire
+
+log = logging.getLogger(__name__)
+
+# What the release's first code cell imports (math and warnings are always loaded).
+PRELOAD_MODULES = ("torch", "torch.nn.functional", "matplotlib.pyplot")
+
+
+def preload_source(modules=PRELOAD_MODULES):
+    """A cell that imports `modules` and binds no name (and displays nothing)."""
+    return "if " + " and ".join(f"__import__({name!r})" for name in modules) + ":\n    pass\n"
+
+
+class _Warm:
+    """One runner being started (or started) ahead of need."""
+
+    def __init__(self, limits, require_isolation, preload):
+        self.limits, self.require_isolation = limits, require_isolation
+        self.scratch = tempfile.mkdtemp(prefix="sdpa-run-")
+        self.log = open(os.path.join(self.scratch, "runner.log"), "wb")
+        self.proc = None
+        try:
+            argv, readonly = session.runner_command()
+            self.proc = sandbox.sandboxed_popen(
+                argv, scratch=self.scratch, readonly=readonly, limits=limits,
+                require_isolation=require_isolation,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
+            self.replies = queue.Queue()
+            threading.Thread(target=session.StudentSession._read_replies, args=(self.proc.stdout, self.replies),
+                             daemon=True).start()
+            # Queued behind the runner's "ready": it runs as soon as IPython is up.
+            self.request_id = "preload-" + secrets.token_hex(8)
+            wire.send(self.proc.stdin, {"op": "exec", "source": preload, "id": self.request_id}, [])
+        except BaseException:
+            self.discard()
+            raise
+        self.ready = False
+
+    def wait_ready(self, timeout):
+        """Consume "ready" and the preload's reply; False if the runner is not usable in time."""
+        deadline = time.monotonic() + timeout
+        while not self.ready:
+            try:
+                reply = self.replies.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                return False
+            if isinstance(reply, Exception) or self.proc.poll() is not None:
+                return False
+            header = reply[0] if isinstance(reply, tuple) else None
+            self.ready = isinstance(header, dict) and header.get("id") == self.request_id
+        return True
+
+    def discard(self):
+        if self.proc is not None:
+            sandbox.kill_tree(self.proc)
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+            self.proc = None
+        self.log.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class RunnerPool:
+    """Keeps one sandboxed runner started ahead; see the module docstring."""
+
+    def __init__(self, limits=None, require_isolation=False, preload=PRELOAD_MODULES, start_timeout=60.0):
+        self.limits = limits or sandbox.Limits()
+        self.require_isolation = require_isolation
+        self.preload = preload_source(preload)
+        self.start_timeout = start_timeout
+        self._spare = None
+        self.keep_warm = True  # start the next spare when one is taken (False: no more work is coming)
+        self.handed = 0  # runners handed to sessions
+        self.missed = 0  # sessions that had to start their own
+
+    def warm(self):
+        """Start a spare runner if there is none."""
+        if self._spare is not None:
+            return
+        try:
+            self._spare = _Warm(self.limits, self.require_isolation, self.preload)
+        except Exception as exc:  # noqa: BLE001 - the session will start (and report) its own
+            log.warning("could not start a spare runner: %s", exc)
+            self._spare = None
+
+    def take(self, student_session):
+        """`session.runner_factory`: a ready runner for this session, or None."""
+        wanted = (student_session.limits, student_session.require_isolation)
+        spare, self._spare = self._spare, None
+        if wanted != (self.limits, self.require_isolation):
+            # Configured differently from what we guessed: learn it for the next one.
+            self.limits, self.require_isolation = wanted
+            if spare is not None:
+                spare.discard()
+            spare = None
+        ready = spare is not None and spare.wait_ready(self.start_timeout)
+        if self.keep_warm:
+            self.warm()  # the next one starts now, while this submission runs
+        if not ready:
+            if spare is not None:
+                spare.discard()
+            self.missed += 1
+            return None
+        self.handed += 1
+        return session.HandedRunner(spare.proc, spare.replies, spare.scratch, spare.log)
+
+    def close(self):
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.discard()
+
+
+def install(pool):
+    """Make new sessions in this process take their runners from `pool`."""
+    session.runner_factory = pool.take
+    pool.warm()
+
+
+def uninstall(pool=None):
+    if pool is None or session.runner_factory == pool.take:
+        session.runner_factory = None
+    if pool is not None:
+        pool.close()

@@ -1,0 +1,312 @@
+"""The class report of an assignment: ``sdpa-course report sdpa [--out DIR]``.
+
+Reads the gradebook (scores, as the formgrader shows them: a manual score
+replaces the automatic one) and the ``<notebook>.grading.json`` files that
+`TrustedScoring` writes next to each autograded notebook (checks,
+misconception codes, seconds, sandbox events), and writes to ``--out``
+(default ``reports/<assignment>/`` in the course):
+
+- ``cells.csv``     one row per student and grade cell;
+- ``students.csv``  one row per student: total, codes, grading seconds;
+- ``report.html``   summary, tables and four charts, saved next to it as PNG:
+  ``score_histogram.png``, ``pass_rate.png`` (share of students with full
+  points, per grade cell), ``misconceptions.png`` (students whose feedback
+  names each code), ``slowest.png`` (the slowest submissions to grade).
+"""
+import csv
+import html
+import json
+import logging
+import os
+import statistics
+import warnings
+from dataclasses import dataclass, field
+
+from .parallel import ASSIGNMENT, CourseError, _dir, load_app, sqlite_path
+
+CHARTS = ("score_histogram.png", "pass_rate.png", "misconceptions.png", "slowest.png")
+SLOWEST = 10
+
+
+@dataclass
+class StudentRow:
+    student: str
+    score: float
+    max_score: float
+    auto_score: float
+    max_auto_score: float
+    needs_manual_grade: bool
+    late_penalty: float
+    seconds: float = None  # from grading.json; None when there is none
+    codes: list = field(default_factory=list)
+    events: int = 0
+    isolated: bool = None
+
+
+@dataclass
+class Data:
+    assignment: str
+    cells: list  # dicts, one per student and grade cell (the cells.csv rows)
+    students: list  # StudentRow
+    grade_cells: list  # (notebook, grade_id, cell_type, max_score) in notebook order
+    parts: dict  # grade_id -> part (function), from grading.json
+
+    @property
+    def pass_rates(self):
+        """{grade_id: share of students with full points} for the automatically graded cells."""
+        rates = {}
+        for notebook, grade_id, cell_type, max_score in self.grade_cells:
+            if cell_type != "code":
+                continue
+            rows = [r for r in self.cells if r["grade_id"] == grade_id and r["notebook"] == notebook]
+            if rows:
+                rates[grade_id] = sum(1 for r in rows if r["score"] == r["max_score"]) / len(rows)
+        return rates
+
+    @property
+    def code_counts(self):
+        """{code: number of students whose feedback names it}, most frequent first."""
+        counts = {}
+        for row in self.students:
+            for code in row.codes:
+                counts[code] = counts.get(code, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    @property
+    def slowest(self):
+        timed = [r for r in self.students if r.seconds is not None]
+        return sorted(timed, key=lambda r: -r.seconds)[:SLOWEST]
+
+
+def collect(course, assignment=ASSIGNMENT, nbgrader_args=()):
+    """Everything the report shows, from the gradebook and the grading.json files."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    app = load_app(course, nbgrader_args)
+    coursedir = app.coursedir
+    db = sqlite_path(coursedir.db_url)
+    if not os.path.exists(db):
+        raise CourseError(f"no gradebook at {db} — run `nbgrader generate_assignment {assignment}` and "
+                          f"`sdpa-course autograde {assignment}` first")
+    cells, students, grade_cells, parts = [], [], [], {}
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+        try:
+            spec = gb.find_assignment(assignment)
+        except MissingEntry:
+            raise CourseError(f"assignment {assignment!r} is not in {db} — check the name, or run "
+                              f"`nbgrader generate_assignment {assignment}` first") from None
+        for notebook in spec.notebooks:
+            for cell in notebook.grade_cells:
+                grade_cells.append((notebook.name, cell.name, cell.cell_type, float(cell.max_score)))
+        for student in sorted(gb.students, key=lambda s: s.id):
+            try:
+                submission = gb.find_submission(assignment, student.id)
+            except MissingEntry:
+                continue
+            report = {}
+            for notebook in submission.notebooks:
+                report[notebook.name] = _grading_report(coursedir, student.id, assignment, notebook.name)
+            row = StudentRow(student.id, float(submission.score), float(submission.max_score),
+                             float(submission.code_score), float(submission.max_code_score),
+                             bool(submission.needs_manual_grade), float(submission.late_submission_penalty or 0))
+            seconds = [r["seconds"] for r in report.values() if r and isinstance(r.get("seconds"), (int, float))]
+            row.seconds = round(sum(seconds), 3) if seconds else None
+            row.events = sum(len(r.get("events", [])) for r in report.values() if r)
+            isolated = [r.get("sandbox", {}).get("isolated") for r in report.values() if r]
+            row.isolated = all(isolated) if isolated else None
+            codes = []
+            for notebook in submission.notebooks:
+                by_id = {c.get("grade_id"): c for c in (report[notebook.name] or {}).get("cells", [])}
+                for grade in sorted(notebook.grades, key=lambda g: _order(grade_cells, notebook.name, g.name)):
+                    info = by_id.get(grade.name, {})
+                    checks = info.get("checks", [])
+                    cell_codes = list(dict.fromkeys(code for c in checks for code in c.get("codes", [])))
+                    codes.extend(cell_codes)
+                    if info.get("part"):
+                        parts[grade.name] = info["part"]
+                    cells.append({
+                        "student": student.id, "notebook": notebook.name, "grade_id": grade.name,
+                        "cell_type": grade.cell_type, "part": info.get("part", ""),
+                        "score": float(grade.score), "max_score": float(grade.max_score),
+                        "auto_score": _num(grade.auto_score), "manual_score": _num(grade.manual_score),
+                        "needs_manual_grade": bool(grade.needs_manual_grade),
+                        "checks_passed": sum(1 for c in checks if c.get("passed")) if checks else "",
+                        "checks_total": len(checks) if checks else "",
+                        "codes": " ".join(cell_codes)})
+            row.codes = list(dict.fromkeys(codes))
+            students.append(row)
+    if not students:
+        raise CourseError(f"no graded submissions of {assignment!r} in {db} — run "
+                          f"`sdpa-course autograde {assignment}` first")
+    return Data(assignment, cells, students, grade_cells, parts)
+
+
+def _order(grade_cells, notebook, grade_id):
+    for index, (nb, gid, _, _) in enumerate(grade_cells):
+        if nb == notebook and gid == grade_id:
+            return index
+    return len(grade_cells)
+
+
+def _num(value):
+    return "" if value is None else float(value)
+
+
+def _grading_report(coursedir, student, assignment, notebook):
+    path = os.path.join(_dir(coursedir, coursedir.autograded_directory, student, assignment),
+                        f"{notebook}.grading.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def build(course, assignment=ASSIGNMENT, out=None, nbgrader_args=()):
+    """Write the CSV files, charts and HTML; returns {"dir", "html", "cells_csv", "students_csv", "data"}."""
+    data = collect(course, assignment, nbgrader_args)
+    out = os.path.abspath(out or os.path.join(course, "reports", assignment))
+    os.makedirs(out, exist_ok=True)
+    cells_csv = os.path.join(out, "cells.csv")
+    with open(cells_csv, "w", newline="", encoding="utf-8") as f:
+        fields = ["student", "notebook", "grade_id", "cell_type", "part", "score", "max_score", "auto_score",
+                  "manual_score", "needs_manual_grade", "checks_passed", "checks_total", "codes"]
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(data.cells)
+    students_csv = os.path.join(out, "students.csv")
+    with open(students_csv, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "score", "max_score", "auto_score", "max_auto_score", "late_penalty",
+                         "needs_manual_grade", "seconds", "sandbox_events", "codes"])
+        for r in data.students:
+            writer.writerow([r.student, r.score, r.max_score, r.auto_score, r.max_auto_score, r.late_penalty,
+                             r.needs_manual_grade, "" if r.seconds is None else r.seconds, r.events,
+                             " ".join(r.codes)])
+    _charts(data, out)
+    page = os.path.join(out, "report.html")
+    with open(page, "w", encoding="utf-8") as f:
+        f.write(_html(data))
+    return {"dir": out, "html": page, "cells_csv": cells_csv, "students_csv": students_csv, "data": data,
+            "charts": [os.path.join(out, name) for name in CHARTS]}
+
+
+# -- charts ------------------------------------------------------------------
+
+def _figure(height):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, height), dpi=100)
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot(111)
+
+
+def _save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+
+
+def _hbar(path, labels, values, xlabel, title, fmt, xmax=None, empty="nothing to show", integer=False):
+    fig, ax = _figure(max(2.2, 0.32 * len(labels) + 1.2))
+    if labels:
+        positions = range(len(labels))
+        bars = ax.barh(list(positions), values, color="#3b6ea5")
+        ax.set_yticks(list(positions))
+        ax.set_yticklabels(labels, fontsize=8)
+        ax.invert_yaxis()
+        for bar, value in zip(bars, values):
+            ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, " " + fmt(value), va="center", fontsize=8)
+        ax.set_xlim(0, (xmax or max(values) or 1) * 1.15)
+        if integer:
+            ax.xaxis.get_major_locator().set_params(integer=True)
+    else:
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+        ax.set_yticks([])
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    _save(fig, path)
+
+
+def _charts(data, out):
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fig, ax = _figure(3.6)
+        scores = [r.score for r in data.students]
+        top = max([r.max_score for r in data.students] + [1.0])
+        ax.hist(scores, bins=20, range=(0, top), color="#3b6ea5", edgecolor="white")
+        ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.set_xlabel(f"total score (of {top:g}; manual scores count once graded)")
+        ax.set_ylabel("students")
+        ax.set_title(f"{data.assignment}: score distribution ({len(scores)} students)")
+        _save(fig, os.path.join(out, "score_histogram.png"))
+
+        rates = data.pass_rates
+        labels = [_cell_label(data, gid) for gid in rates]
+        _hbar(os.path.join(out, "pass_rate.png"), labels, [100 * v for v in rates.values()],
+              "students with full points (%)", "pass rate per grade cell", lambda v: f"{v:.0f}%", xmax=100)
+
+        counts = data.code_counts
+        _hbar(os.path.join(out, "misconceptions.png"), list(counts), list(counts.values()), "students",
+              "misconception codes named in feedback", lambda v: f"{v:g}", empty="no misconception codes",
+              integer=True)
+
+        slow = data.slowest
+        _hbar(os.path.join(out, "slowest.png"), [r.student for r in slow], [r.seconds for r in slow],
+              "seconds (sandboxed run + hidden checks)", f"slowest {len(slow)} submissions", lambda v: f"{v:.1f}s",
+              empty="no grading.json files")
+
+
+def _cell_label(data, grade_id):
+    part = data.parts.get(grade_id)
+    return f"{grade_id} ({part})" if part and part not in grade_id else grade_id
+
+
+# -- HTML --------------------------------------------------------------------
+
+def _html(data):
+    esc = html.escape
+    scores = [r.score for r in data.students]
+    top = max(r.max_score for r in data.students)
+    try:
+        from .misconceptions import CATALOGUE
+    except Exception:  # noqa: BLE001
+        CATALOGUE = {}
+    summary = [("students", len(scores)), ("mean", f"{statistics.mean(scores):.1f} / {top:g}"),
+               ("median", f"{statistics.median(scores):g}"),
+               ("full points", sum(1 for r in data.students if r.score >= r.max_score)),
+               ("zero", sum(1 for s in scores if s == 0)),
+               ("need manual grading", sum(1 for r in data.students if r.needs_manual_grade))]
+    rows = "".join(
+        f"<tr><td>{esc(r.student)}</td><td class=n>{r.score:g}</td><td class=n>{r.max_score:g}</td>"
+        f"<td class=n>{'' if r.seconds is None else f'{r.seconds:.1f}'}</td><td class=n>{r.events}</td>"
+        f"<td>{esc(' '.join(r.codes))}</td></tr>" for r in data.students)
+    rates = "".join(f"<tr><td>{esc(_cell_label(data, gid))}</td><td class=n>{100 * v:.0f}%</td></tr>"
+                    for gid, v in data.pass_rates.items())
+    codes = "".join(
+        f"<tr><td><code>{esc(code)}</code></td><td class=n>{n}</td>"
+        f"<td>{esc(getattr(CATALOGUE.get(code), 'explanation', ''))}</td></tr>"
+        for code, n in data.code_counts.items()) or "<tr><td colspan=3>none</td></tr>"
+    slow = "".join(f"<tr><td>{esc(r.student)}</td><td class=n>{r.seconds:.1f}</td></tr>" for r in data.slowest)
+    facts = "".join(f"<li>{esc(k)}: <b>{esc(str(v))}</b></li>" for k, v in summary)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(data.assignment)} — class report</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:980px;margin:24px auto;padding:0 12px;color:#222}}
+table{{border-collapse:collapse;margin:8px 0 24px}}
+td,th{{border-bottom:1px solid #ddd;padding:3px 10px;text-align:left}}
+td.n{{text-align:right;font-variant-numeric:tabular-nums}}img{{max-width:100%;border:1px solid #eee}}
+.grid{{display:grid;grid-template-columns:1fr 1fr;gap:12px}}</style></head><body>
+<h1>{esc(data.assignment)}: class report</h1>
+<ul>{facts}</ul>
+<p>Data: <a href="cells.csv">cells.csv</a> (per student and grade cell),
+<a href="students.csv">students.csv</a> (per student).</p>
+<div class="grid"><img src="score_histogram.png" alt="score histogram"><img src="pass_rate.png" alt="pass rate">
+<img src="misconceptions.png" alt="misconception codes"><img src="slowest.png" alt="slowest submissions"></div>
+<h2>Pass rate per grade cell</h2><table><tr><th>grade cell</th><th>full points</th></tr>{rates}</table>
+<h2>Misconception codes</h2><table><tr><th>code</th><th>students</th><th>meaning</th></tr>{codes}</table>
+<h2>Slowest submissions</h2><table><tr><th>student</th><th>seconds</th></tr>{slow}</table>
+<h2>Students</h2><table><tr><th>student</th><th>score</th><th>of</th><th>seconds</th><th>sandbox events</th>
+<th>codes</th></tr>{rows}</table>
+</body></html>
+"""

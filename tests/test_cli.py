@@ -1,0 +1,302 @@
+"""`sdpa-course`: parallel autograde == stock nbgrader, resume, failures, report, dask, errors.
+
+The slow tests share one released course and one stock `nbgrader autograde`
+run over a few samples, and grade copies of it in other ways.
+"""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder import cli, course, parallel, samples
+from autograder import report as reportlib
+
+# Short limits, as in conftest: the attack sample hangs/crashes cost less.
+LIMITS = ["--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5"]
+STUDENTS = ("bug-mask-inverted", "correct-noisy", "attack-exit-kernel")
+
+
+def _sample(name):
+    return next(s for s in samples.CATALOGUE if s.name == name)
+
+
+def _cli(root, *args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(root), *args],
+                          env=course.nbgrader_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def _graded(root):
+    top = Path(root) / "autograded"
+    return sorted(p.name for p in top.iterdir() if not p.name.startswith(".")) if top.exists() else []
+
+
+def _notebook(root, student):
+    path = Path(root) / "autograded" / student / course.ASSIGNMENT / f"{course.ASSIGNMENT}.ipynb"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    root = course.make_course(tmp_path_factory.mktemp("released"))
+    course.nbgrader(root, "generate_assignment", course.ASSIGNMENT, "--force")
+    return root
+
+
+@pytest.fixture(scope="module")
+def built(released):
+    release = course.release_notebook(released)
+    return {name: samples.build(_sample(name), release) for name in STUDENTS + ("correct-reference",)}
+
+
+def _course_copy(released, target, built, students):
+    shutil.copytree(released, target)
+    for student in students:
+        course.submit(target, student, built[student])
+    return target
+
+
+@pytest.fixture(scope="module")
+def stock(released, built, tmp_path_factory):
+    """The reference: stock `nbgrader autograde` over STUDENTS."""
+    root = _course_copy(released, tmp_path_factory.mktemp("stock") / "course", built, STUDENTS)
+    course.nbgrader(root, "autograde", course.ASSIGNMENT, *LIMITS, check=False)
+    grades = course.grades(root)
+    assert sorted(grades) == sorted(STUDENTS)
+    return root
+
+
+@pytest.mark.slow
+def test_parallel_equals_stock_and_resumes_after_kill(released, built, stock, tmp_path):
+    root = _course_copy(released, tmp_path / "course", built, STUDENTS)
+    # An interrupted run: killed (SIGKILL, no clean-up) once the first student is saved.
+    proc = subprocess.Popen([sys.executable, "-m", "autograder.cli", "--course", str(root), "autograde",
+                             "--workers", "1", *LIMITS], env=course.nbgrader_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not _graded(root) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.kill()
+    out, err = proc.communicate()
+    first = _graded(root)
+    assert first and len(first) < len(STUDENTS), (first, out, err)
+    saved = course.grades(root)
+    for student in first:  # in autograded/ => its grades are in the gradebook, equal to stock
+        assert saved[student] == course.grades(stock)[student]
+    before = {s: os.stat(root / "autograded" / s / "sdpa" / "sdpa.ipynb").st_mtime_ns for s in first}
+
+    done = _cli(root, "autograde", "sdpa", "--workers", "2", *LIMITS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"skipped {len(first)}" in done.stdout
+    assert _graded(root) == sorted(STUDENTS)
+    assert not (root / "autograded" / parallel.STAGING).exists()
+    for student in first:  # not regraded
+        assert os.stat(root / "autograded" / student / "sdpa" / "sdpa.ipynb").st_mtime_ns == before[student]
+    # Exactly the scores and feedback of stock nbgrader: gradebook and autograded notebooks.
+    assert course.grades(root) == course.grades(stock)
+    for student in STUDENTS:
+        assert _notebook(root, student) == _notebook(stock, student), student
+    # Nothing left to do; --force regrades only the students asked for.
+    again = _cli(root, "autograde", "sdpa", "--student", STUDENTS[0], "--force", *LIMITS)
+    assert again.returncode == 0 and "graded 1, skipped 0" in again.stdout, again.stdout + again.stderr
+    assert course.grades(root) == course.grades(stock)
+
+
+# Loaded by the `sdpa-course` process below (sitecustomize runs at interpreter start):
+# its grading workers, forked from it, die when they get the student "worker-dies".
+DIE_ON_ONE_STUDENT = """
+import os
+from autograder import parallel
+_grade = parallel.Grader.grade
+def _grade_or_die(self, task):
+    if task["student"] == "worker-dies":
+        os._exit(3)
+    return _grade(self, task)
+parallel.Grader.grade = _grade_or_die
+"""
+
+
+@pytest.mark.slow
+def test_crashing_submissions_are_reported_and_the_rest_graded(released, built, tmp_path):
+    root = _course_copy(released, tmp_path / "course", built, ["correct-reference"])
+    broken = root / "submitted" / "not-json" / "sdpa" / "sdpa.ipynb"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("{not json")
+    raw = json.loads(Path(root / "submitted" / "correct-reference" / "sdpa" / "sdpa.ipynb").read_text())
+    for cell in raw["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "softmax":
+            cell["source"] = "bad = '\ud800'\n" + "".join(cell["source"])  # a lone surrogate: no UTF-8
+    surrogate = root / "submitted" / "surrogate" / "sdpa" / "sdpa.ipynb"
+    surrogate.parent.mkdir(parents=True)
+    surrogate.write_text(json.dumps(raw, ensure_ascii=True))
+    course.submit(root, "worker-dies", built["correct-reference"])
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(DIE_ON_ONE_STUDENT)
+    package_root = str(Path(parallel.__file__).resolve().parents[1])
+    env = dict(course.nbgrader_env(), PYTHONPATH=os.pathsep.join([str(inject), package_root]))
+    proc = subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(root), "autograde", "--workers",
+                           "2", *LIMITS], env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    failed = {line.split()[1]: line for line in out.splitlines() if line.startswith("FAILED")}
+    assert sorted(failed) == ["not-json", "surrogate", "worker-dies"], out
+    assert "sdpa.ipynb  cell -  NotJSONError" in failed["not-json"]
+    assert "cell " in failed["surrogate"] and "(softmax)" in failed["surrogate"]
+    assert "UnicodeEncodeError" in failed["surrogate"]
+    assert "grading process died (exit status 3)" in failed["worker-dies"]
+    assert "graded 1, skipped 0 (already graded), failed 3" in out
+    assert _graded(root) == ["correct-reference"]
+    assert sum(s for s, _ in course.grades(root)["correct-reference"].values()) == 95.0
+    # the progress lines name the failures as they happen
+    assert "] worker-dies FAILED -  cell -  grading process died" in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow
+def test_report_files_charts_and_numbers(stock, tmp_path):
+    out = tmp_path / "report"
+    assert cli.main(["--course", str(stock), "report", "sdpa", "--out", str(out)]) == 0
+    for name in ("report.html", "cells.csv", "students.csv") + reportlib.CHARTS:
+        assert (out / name).stat().st_size > 0, name
+    for chart in reportlib.CHARTS:
+        assert (out / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    grades = course.grades(stock)
+    rows = list(csv.DictReader(open(out / "cells.csv", encoding="utf-8")))
+    code_rows = [r for r in rows if r["cell_type"] == "code"]
+    assert {(r["student"], r["grade_id"]): (float(r["auto_score"]), float(r["max_score"])) for r in code_rows} == {
+        (s, g): v for s, cells in grades.items() for g, v in cells.items()}
+    totals = {r["student"]: r for r in csv.DictReader(open(out / "students.csv", encoding="utf-8"))}
+    for student, cells in grades.items():
+        assert float(totals[student]["auto_score"]) == sum(s for s, _ in cells.values())
+    assert "mask-inverted" in totals["bug-mask-inverted"]["codes"].split()
+    page = (out / "report.html").read_text(encoding="utf-8")
+    for chart in ("score_histogram.png", "pass_rate.png", "misconceptions.png", "slowest.png"):
+        assert f'src="{chart}"' in page
+    # pass rate of a grade cell = students with full points / students
+    cell = "apply_mask-check"
+    full = sum(1 for cells in grades.values() if cells[cell][0] == cells[cell][1])
+    assert f"<td>{cell}</td><td class=n>{100 * full / len(grades):.0f}%</td>" in page
+    # the code table counts students whose feedback names the code
+    report = json.loads((stock / "autograded" / "bug-mask-inverted" / "sdpa" / "sdpa.grading.json").read_text())
+    named = {code for c in report["cells"] for check in c["checks"] for code in check["codes"]}
+    assert "<td><code>mask-inverted</code></td><td class=n>1</td>" in page and "mask-inverted" in named
+
+
+@pytest.mark.slow
+def test_check_prints_the_feedback_of_one_notebook(stock, capsys):
+    student = "bug-mask-inverted"
+    path = stock / "submitted" / student / "sdpa" / "sdpa.ipynb"
+    assert cli.main(["--course", str(stock), "check", str(path), *LIMITS]) == 0
+    out = capsys.readouterr().out
+    earned = sum(s for s, _ in course.grades(stock)[student].values())
+    assert f"automatic score: {earned:g} / 95" in out
+    assert "[mask-inverted]" in out and "apply_mask-check" in out
+
+
+def _check_one_line(code, stderr, contains):
+    assert code == 2, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    assert lines[0].startswith("sdpa-course: error:") and contains in lines[0], lines[0]
+
+
+def _one_line_error(args, *, contains):
+    """As a user runs it: a fresh `sdpa-course` process."""
+    proc = _cli(*args)
+    _check_one_line(proc.returncode, proc.stderr, contains)
+
+
+def test_bad_input_gives_one_line_errors(tmp_path, capsys):
+    unreleased = course.make_course(tmp_path / "unreleased")
+    cases = [
+        ((tmp_path / "nowhere", "autograde"), "does not exist"),
+        ((tmp_path, "autograde"), "no nbgrader_config.py"),
+        ((unreleased, "autograde", "sdpa"), "nbgrader generate_assignment sdpa"),
+        ((unreleased, "autograde", "nosuch"), "no assignment 'nosuch'"),
+        ((unreleased, "autograde", "--workers", "0"), "--workers must be at least 1"),
+        ((unreleased, "autograde", "--frobnicate"), "unrecognized arguments: --frobnicate"),
+        ((unreleased, "check", str(tmp_path / "missing.ipynb")), "not found"),
+        ((unreleased, "report", "sdpa"), "no gradebook"),
+    ]
+    for (root, *args), contains in cases:
+        capsys.readouterr()
+        try:
+            code = cli.main(["--course", str(root), *args])
+        except SystemExit as exc:  # argparse
+            code = exc.code
+        _check_one_line(code, capsys.readouterr().err, contains)
+    # and once as a separate process, as users run it
+    _one_line_error((unreleased, "autograde", "sdpa"), contains="nbgrader generate_assignment sdpa")
+
+
+def _main_error(args, capsys, contains):
+    capsys.readouterr()
+    try:
+        code = cli.main([str(a) for a in args])
+    except SystemExit as exc:  # argparse
+        code = exc.code
+    _check_one_line(code, capsys.readouterr().err, contains)
+
+
+@pytest.mark.slow
+def test_errors_on_a_released_course(released, built, tmp_path, capsys):
+    _main_error(["--course", released, "autograde", "sdpa"], capsys, "no submissions under submitted/*/sdpa")
+    _main_error(["--course", released, "report", "sdpa"], capsys, "no graded submissions")
+    root = _course_copy(released, tmp_path / "course", built, ["correct-reference"])
+    _main_error(["--course", root, "autograde", "--student", "nobody"], capsys, "no submission for 'nobody'")
+    with parallel._Lock(str(root / "autograded" / parallel.LOCK)):
+        _main_error(["--course", root, "autograde"], capsys, "another `sdpa-course autograde`")
+    _main_error(["--course", root, "autograde", "--dask", "tcp://127.0.0.1:9"], capsys,
+                "cannot reach the dask scheduler")
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_gives_the_stock_grades(released, built, stock, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    root = _course_copy(released, tmp_path / "course", built, STUDENTS[:2])
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        proc = _cli(root, "autograde", "sdpa", "--dask", lc.scheduler_address, *LIMITS)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "on the dask cluster" in proc.stderr and "graded 2" in proc.stdout
+    grades = course.grades(root)
+    assert grades == {s: course.grades(stock)[s] for s in STUDENTS[:2]}
+    for student in STUDENTS[:2]:
+        assert _notebook(root, student) == _notebook(stock, student)
+
+
+
+@pytest.mark.slow
+def test_pool_hands_each_session_its_own_fresh_sandboxed_runner():
+    from autograder import pool, sandbox
+    from autograder.session import StudentSession
+
+    cells = ["import sys\npreloaded = 'torch' in sys.modules",
+             "names = sorted(k for k in globals() if not k.startswith('_'))",
+             "import os\nmine = os.getpid()"]
+    runners = pool.RunnerPool()
+    pool.install(runners)
+    try:
+        sessions = [StudentSession(cells) for _ in range(2)]
+        for s in sessions:
+            s.run_notebook()
+    finally:
+        pool.uninstall(runners)
+    plain = StudentSession(cells)
+    plain.run_notebook()
+    try:
+        assert runners.handed == 2
+        hosts = {s.proc.pid for s in sessions + [plain]}
+        assert len(hosts) == 3  # one process per session, never shared
+        if sandbox.probe().isolated:
+            assert all(os.path.basename(s.proc.args[0]) == "bwrap" for s in sessions)
+        assert [s.get("preloaded") for s in sessions] == [True, True] and plain.get("preloaded") is False
+        # the preload bound no name: the student's namespace is what it is without a pool
+        assert sessions[0].get("names") == sessions[1].get("names") == plain.get("names")
+    finally:
+        for s in sessions + [plain]:
+            s.close()
