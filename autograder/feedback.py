@@ -72,4 +72,7 @@ def _event_text(event):
     if "function" in event:
         what = "超时" if event["kind"] == "timeout" else "崩溃或退出"
         return f"运行 {event['function']} 时{what}，之后对它的检查均记为未通过。"
-    return f"第 {event.get('cell', '?')} 个代码单元格：{event.get('detail', event.get('kind'))}"
+    where = f"第 {event['cell'] + 1} 个单元格" if isinstance(event.get("cell"), int) else "评分进程"
+    if event.get("grade_id"):
+        where += f"（{event['grade_id']}）"
+    return f"{where}：{event.get('detail', event.get('kind'))}"

@@ -101,7 +101,8 @@ class SandboxedExecute(NbGraderPreprocessor):
     """Execute the code cells in the sandboxed runner instead of a kernel."""
 
     cell_timeout = Float(30.0, help="Seconds one cell may run.").tag(config=True)
-    check_cell_timeout = Float(5.0, help="Seconds one visible-check cell may run (it never scores).").tag(config=True)
+    display_cell_timeout = Float(5.0, help="Seconds a provided cell that only shows output (visible checks, "
+                                           "plots, demos) may run; it never scores.").tag(config=True)
     call_timeout = Float(10.0, help="Seconds one call of a student function may run.").tag(config=True)
     total_seconds = Float(240.0, help="Time budget of one submission (cells and checks).").tag(config=True)
     memory_mb = Integer(6144, help="Address-space limit of the runner, MiB.").tag(config=True)
@@ -111,10 +112,9 @@ class SandboxedExecute(NbGraderPreprocessor):
         positions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
         sources = [HIDDEN_RE.sub("", nb.cells[i].source) for i in positions]
         limits = sandbox.Limits(memory_bytes=self.memory_mb * 2**20)
-        budget = Budget(cell_timeout=self.cell_timeout, check_cell_timeout=self.check_cell_timeout,
+        budget = Budget(cell_timeout=self.cell_timeout, display_cell_timeout=self.display_cell_timeout,
                         call_timeout=self.call_timeout, total_seconds=self.total_seconds)
-        checks = [pos for pos, index in enumerate(positions) if is_test_cell(nb.cells[index])]
-        session = StudentSession(sources, check_cells=checks, budget=budget, limits=limits,
+        session = StudentSession(sources, display_cells=_display_cells(nb, positions), budget=budget, limits=limits,
                                  require_isolation=self.require_isolation)
         resources[STATE] = {"session": session, "positions": positions}
         try:
@@ -129,9 +129,20 @@ class SandboxedExecute(NbGraderPreprocessor):
         for event in session.events:
             if "cell" in event:
                 event["cell"] = positions[event["cell"]]
+                event["grade_id"] = _nbgrader(nb.cells[event["cell"]]).get("grade_id", "")
             log.warning("%s/%s: %s", resources["nbgrader"].get("student"), resources["nbgrader"].get("notebook"),
                         event)
         return nb, resources
+
+
+def _display_cells(nb, positions):
+    """Positions of provided code cells after the first answer: they only show output.
+
+    The setup cells before the first answer (imports) keep the long timeout.
+    """
+    first_answer = next((i for i in positions if is_answer_cell(nb.cells[i])), len(nb.cells))
+    return [pos for pos, index in enumerate(positions)
+            if index > first_answer and _nbgrader(nb.cells[index]).get("locked") and not is_answer_cell(nb.cells[index])]
 
 
 def _valid_outputs(outputs, count):

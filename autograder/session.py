@@ -53,7 +53,7 @@ class Budget:
 
     start_timeout: float = 60.0
     cell_timeout: float = 30.0
-    check_cell_timeout: float = 5.0  # visible checks only print; they never score
+    display_cell_timeout: float = 5.0  # provided cells that only show output (checks, plots, demos)
     call_timeout: float = 10.0
     total_seconds: float = 240.0
     max_restarts: int = 8
@@ -95,10 +95,12 @@ class _RunnerGone(Exception):
 class StudentSession:
     """One submission's sandboxed runner plus the bookkeeping around it."""
 
-    def __init__(self, cells, *, check_cells=(), budget=Budget(), limits=None, require_isolation=False):
+    def __init__(self, cells, *, display_cells=(), budget=Budget(), limits=None, require_isolation=False):
         self.cells = list(cells)  # code cell sources, in notebook order
-        self.check_cells = set(check_cells)  # positions of visible-check cells (never replayed)
-        self.checks_disabled = False  # set once a visible-check cell hangs or crashes
+        # Provided cells that only show output (visible checks, plots, demos): short
+        # timeout, never replayed, and all skipped once one hangs or crashes.
+        self.display_cells = set(display_cells)
+        self.display_disabled = False
         self.budget = budget
         self.limits = limits or sandbox.Limits()
         self.require_isolation = require_isolation
@@ -213,7 +215,7 @@ class StudentSession:
             try:
                 self._spawn()
                 for pos in range(self.executed):
-                    if pos not in self.skipped and pos not in self.check_cells:
+                    if pos not in self.skipped and pos not in self.display_cells:
                         current = pos
                         self._exchange({"op": "exec", "source": self.cells[pos]}, [], self.budget.cell_timeout)
                 return
@@ -230,13 +232,13 @@ class StudentSession:
         """Execute every code cell; returns {position: nbformat outputs}."""
         outputs = {}
         for pos, source in enumerate(self.cells):
-            is_check = pos in self.check_cells
-            timeout = self.budget.check_cell_timeout if is_check else self.budget.cell_timeout
+            is_display = pos in self.display_cells
+            timeout = self.budget.display_cell_timeout if is_display else self.budget.cell_timeout
             try:
-                if is_check and self.checks_disabled:
+                if is_display and self.display_disabled:
                     self.skipped[pos] = "skipped"
                     outputs[pos] = [{"output_type": "stream", "name": "stdout",
-                                     "text": "（前面的检查单元格超时或崩溃，这个可见检查没有运行；隐藏检查照常评分。）\n"}]
+                                     "text": "（前面的一个单元格超时或崩溃，这个单元格没有运行；隐藏检查照常评分。）\n"}]
                     continue
                 reply, _ = self._request({"op": "exec", "source": source}, [], timeout)
                 outputs[pos] = reply.get("outputs", []) if isinstance(reply, dict) else []
@@ -256,7 +258,7 @@ class StudentSession:
 
     def _abandon(self, pos, reason):
         self.skipped[pos] = reason
-        self.checks_disabled |= pos in self.check_cells
+        self.display_disabled |= pos in self.display_cells
         self._kill()
 
     def _limit_output(self, pos, ename, evalue):

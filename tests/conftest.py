@@ -10,7 +10,7 @@ from autograder import course, samples
 
 # Shorter limits than the defaults keep the hang/loop samples cheap in CI.
 FAST_LIMITS = ("--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",
-               "--SandboxedExecute.check_cell_timeout=3")
+               "--SandboxedExecute.display_cell_timeout=3")
 
 
 @pytest.fixture(scope="session")

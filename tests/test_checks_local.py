@@ -124,3 +124,14 @@ def test_gpu_check_script_skips_cleanly_and_dry_runs():
                          timeout=300)
     assert dry.returncode == 0, dry.stderr
     assert "reference" in dry.stdout and "device_dtype 7/7" in dry.stdout
+
+
+def test_unimplemented_functions_get_no_misconception_codes():
+    """An empty notebook loses every point, but no code may claim to explain it."""
+    namespace = reference_namespace()
+    for name in ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
+                 "scaled_dot_product_attention", "causal_mask", "key_padding_to_attn_mask", "fixed_attention"):
+        exec(f"def {name}(*args, **kwargs):\n    raise NotImplementedError()", namespace)  # noqa: S102
+    results, _ = _grade(namespace, parts=PARTS[2:])
+    assert all(r.points == 0 for p, r in results.items() if p != "debugging_choice")
+    assert not [code for r in results.values() for code in r.codes]

@@ -101,7 +101,10 @@ def _show_not_done(shell, kind, value, tb, tb_offset=None):
     shell._showtraceback(kind, value, [f"{kind.__name__}: {value}"])
 
 
-get_ipython().set_custom_exc((NotDoneYet,), _show_not_done)
+try:
+    get_ipython().set_custom_exc((NotDoneYet,), _show_not_done)
+except NameError:  # 不在 IPython/Jupyter 里运行时，保持普通的报错
+    pass
 
 
 class visible_check:

@@ -28,4 +28,4 @@ def test_rectangular_top_left(student):
 @pytest.mark.points(1)
 def test_dtype_is_bool(student):
     """结果是布尔张量（True = 允许关注）"""
-    expect_tensor(student.call(FN, 2, 3), _ref(2, 3), function=FN, args=(2, 3), what="causal_mask(2, 3)")
+    expect_tensor(student.call(FN, 3, 3), _ref(3, 3), function=FN, args=(3, 3), what="causal_mask(3, 3)")
