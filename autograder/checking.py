@@ -77,9 +77,8 @@ def _first_difference(actual, expected, tol):
             "期望的这一行": _sample(expected[row], 6) if row else _sample(expected, 6)}
 
 
-def diagnose(function, args, kwargs, actual, expected, tol, select=None):
-    """Codes whose buggy variant reproduces `actual` but not `expected`."""
-    found = []
+def _variant_outputs(function, args, kwargs, select=None):
+    """(code, output) for each runnable buggy variant of `function` on these inputs."""
     for code, makers in mutants.variants(function, args, kwargs).items():
         for make in makers:
             try:
@@ -88,18 +87,23 @@ def diagnose(function, args, kwargs, actual, expected, tol, select=None):
                     produced = produced[select]
             except Exception:  # noqa: BLE001 - a variant that cannot run is no evidence
                 continue
-            if produced is None or not isinstance(produced, torch.Tensor):
-                continue
-            produced = produced.to(torch.float64)
-            if produced.shape != actual.shape:
-                continue
-            matches = torch.isclose(actual.to(torch.float64), produced, atol=tol.atol, rtol=tol.rtol,
-                                    equal_nan=True).all()
-            distinct = produced.shape != expected.shape or not torch.isclose(
-                produced, expected.to(torch.float64), atol=tol.atol, rtol=tol.rtol, equal_nan=True).all()
-            if bool(matches) and bool(distinct):
-                found.append(code)
-                break
+            if isinstance(produced, torch.Tensor):
+                yield code, produced.to(torch.float64)
+
+
+def diagnose(function, args, kwargs, actual, expected, tol, select=None):
+    """Codes whose buggy variant reproduces `actual` but not `expected`."""
+    found = []
+    actual = actual.to(torch.float64)
+    expected = expected.to(torch.float64)
+    for code, produced in _variant_outputs(function, args, kwargs, select):
+        if code in found or produced.shape != actual.shape:
+            continue
+        matches = torch.isclose(actual, produced, atol=tol.atol, rtol=tol.rtol, equal_nan=True).all()
+        distinct = produced.shape != expected.shape or not torch.isclose(
+            produced, expected, atol=tol.atol, rtol=tol.rtol, equal_nan=True).all()
+        if bool(matches) and bool(distinct):
+            found.append(code)
     return found
 
 
@@ -148,23 +152,16 @@ def expect_tensor(result, expected, *, function, args, kwargs=None, tol=None, wh
 
 
 def _shape_codes(function, diag_args, value, select):
+    """Codes whose variant has the student's wrong shape (and values, when we have them)."""
     args, kwargs = diag_args
     codes = []
-    for code, makers in mutants.variants(function, args, kwargs).items():
-        for make in makers:
-            try:
-                produced = make()
-                if select is not None and produced is not None:
-                    produced = produced[select]
-            except Exception:  # noqa: BLE001
-                continue
-            if not isinstance(produced, torch.Tensor) or tuple(produced.shape) != tuple(value.shape):
-                continue
-            # Same shape is not enough when we have the values: they must match too.
-            if value.tensor is None or bool(torch.isclose(
-                    value.tensor.to(torch.float64), produced.to(torch.float64), equal_nan=True).all()):
-                codes.append(code)
-                break
+    for code, produced in _variant_outputs(function, args, kwargs, select):
+        if code in codes or tuple(produced.shape) != tuple(value.shape):
+            continue
+        # Same shape is not enough when we have the values: they must match too.
+        if value.tensor is None or bool(torch.isclose(value.tensor.to(torch.float64), produced,
+                                                      equal_nan=True).all()):
+            codes.append(code)
     if function == "key_padding_to_attn_mask" and value.shape != ():
         codes.append("padding-shape")
     if function in ("scaled_dot_product_attention", "fixed_attention", "attention_output") and len(args) >= 3:

@@ -88,12 +88,7 @@ class _Warm:
 
     def discard(self):
         if self.proc is not None:
-            sandbox.kill_tree(self.proc)
-            for pipe in (self.proc.stdin, self.proc.stdout):
-                try:
-                    pipe.close()
-                except OSError:
-                    pass
+            session.stop_runner(self.proc)
             self.proc = None
         self.log.close()
         shutil.rmtree(self.scratch, ignore_errors=True)

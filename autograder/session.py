@@ -158,12 +158,7 @@ class StudentSession:
 
     def _kill(self):
         if self.proc is not None:
-            sandbox.kill_tree(self.proc)
-            for pipe in (self.proc.stdin, self.proc.stdout):
-                try:
-                    pipe.close()
-                except OSError:
-                    pass
+            stop_runner(self.proc)
             self.proc = None
             self._log.close()
         if self.scratch:
@@ -315,6 +310,16 @@ class StudentSession:
 
 class _BudgetSpent(Exception):
     pass
+
+
+def stop_runner(proc):
+    """Kill a runner's whole sandbox and close our ends of its pipes."""
+    sandbox.kill_tree(proc)
+    for pipe in (proc.stdin, proc.stdout):
+        try:
+            pipe.close()
+        except OSError:
+            pass
 
 
 def _encode_arg(value, blobs, device):
