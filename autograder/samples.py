@@ -33,6 +33,7 @@ class Sample:
     replace: dict = field(default_factory=dict)  # answer cell grade_id -> source
     append: tuple = ()  # extra code cells, added after the first answer cell
     codes: tuple = ()  # misconception codes that feedback must name
+    also: tuple = ()  # for bugs: other codes the evidence may fairly support (anything else is a wrong guess)
     lose: tuple = ()  # grade cells (grade_id) allowed to lose points, for "lose"
     edit: Optional[Callable] = None  # edits the notebook JSON (dict) in place
     note: str = ""
@@ -57,7 +58,7 @@ def attention_scores(q, k):
     if q.shape[-1] != k.shape[-1]:
         raise ValueError("d_k mismatch")
     return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-"""}, codes=("scores-scaled-early",)),
+"""}, codes=("scores-scaled-early",), also=("scale-by-dk",)),  # scaled twice: attention is divided by d_k
     Sample("bug-shape-error-missing", "bug", "partial", {"attention_scores": """
 def attention_scores(q, k):
     return q @ k.transpose(-2, -1)
@@ -245,6 +246,7 @@ softmax_dim = -2
 
 CORRECT = [
     Sample("correct-reference", "correct", "full"),
+    Sample("solution-notebook", "correct", "full", note="solutions/sdpa_solution.ipynb submitted as it is"),
     Sample("correct-alternatives", "correct", "full", {
         "attention_scores": """
 def attention_scores(q, k):
@@ -361,7 +363,9 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 
 ATTACKS = [
     Sample("attack-allclose-patch", "attack", "zero", GARBAGE, append=("""
-import torch, numpy
+import sys, types, torch, numpy, pytest
+pytest.approx = lambda *a, **k: True
+sys.modules["autograder"] = types.SimpleNamespace(grade=lambda *a, **k: 100)
 torch.allclose = lambda *a, **k: True
 torch.equal = lambda *a, **k: True
 torch.testing.assert_close = lambda *a, **k: None
@@ -469,6 +473,9 @@ def verdict(sample, cells, shown_codes):
     missing = set(sample.codes) - set(shown_codes)
     if missing:
         return False, f"feedback did not name {sorted(missing)} (named {sorted(shown_codes)})"
+    extra = set(shown_codes) - set(sample.codes) - set(sample.also)
+    if sample.kind == "bug" and extra:
+        return False, f"feedback also named {sorted(extra)}, which this bug does not explain"
     return True, ""
 
 
@@ -488,6 +495,8 @@ def build(sample, release_nb):
     """The submitted notebook of `sample` (a NotebookNode)."""
     if sample.kind == "empty":
         return copy.deepcopy(release_nb)
+    if sample.name == "solution-notebook":
+        return nbformat.read(str(SOLUTION_NOTEBOOK), as_version=4)
     nb = solved_release(release_nb)
     for cell in nb.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")

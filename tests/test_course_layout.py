@@ -89,3 +89,19 @@ def test_release_runs_top_to_bottom_with_only_clear_failures(tmp_path):
             assert "还没有" in errors[0].evalue, errors[0].evalue
         else:
             assert not errors, (meta.get("grade_id"), [e.evalue for e in errors])
+
+
+@pytest.mark.slow
+def test_source_notebook_previews_every_hidden_check_passing(tmp_path):
+    """Run as an instructor would: the source notebook shows each part's hidden checks, all passing."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(str(SOURCE), as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+    assert len(graded) == 13
+    for cell in graded:
+        text = "".join(o.get("text", "") for o in cell.outputs)
+        assert not [o for o in cell.outputs if o.output_type == "error"], cell.metadata["nbgrader"]["grade_id"]
+        assert "[教师预览，不计分]" in text and "全部通过" in text, (cell.metadata["nbgrader"]["grade_id"], text[-400:])
