@@ -53,6 +53,8 @@ def _attention(q, k, v, mask=None, *, scale=None, mask_mode="ref", softmax=ref.s
             scores = scores.masked_fill(mask, NEG_INF)
         elif mask_mode == "zero" and mask.dtype == torch.bool:
             scores = scores.masked_fill(~mask, 0.0)
+        elif mask_mode == "large-negative" and mask.dtype == torch.bool:
+            scores = scores.masked_fill(~mask, -1e9)
         elif mask_mode == "ignored":
             pass
         else:
@@ -76,6 +78,7 @@ def _sdpa_variants(q, k, v, mask=None):
                             for n in {d_v, L, S} - {d_k}],
         "mask-inverted": lambda: _attention(q, k, v, mask, mask_mode="inverted"),
         "mask-zero-fill": lambda: _attention(q, k, v, mask, mask_mode="zero"),
+        "half-overflow": lambda: _attention(q, k, v, mask, mask_mode="large-negative"),
         "mask-after-softmax": lambda: _attention(q, k, v, mask, mask_mode="after"),
         "mask-ignored": lambda: _attention(q, k, v, mask, mask_mode="ignored"),
         "fully-masked-nan": lambda: _attention(q, k, v, mask, softmax=_nan_softmax),

@@ -85,8 +85,15 @@ def test_causal_no_leakage(student, rng):
 def test_fully_masked_rows_give_zeros(student, rng):
     """没有任何可关注位置的行：权重与输出全为 0"""
     q, k, v = cases.qkv(rng, batch=(2,), L=4, S=5, d_k=4, d_v=3)
-    q[..., 0, :] *= 1e3  # one row of huge scores: only a NaN for the empty row explains a failure
-    _check(student, q, k, v, cases.random_bool_mask(rng, (4, 5), full_row=2), what="含全屏蔽行")
+    mask = cases.random_bool_mask(rng, (4, 5), full_row=2)
+    # Inputs chosen so that each related bug leaves a different trace:
+    k[..., 1, :] = 1.0
+    q[..., 0, :] = 1e3  # row 0 scores 2000 on key 1: exp overflows (unstable / global-max softmax)
+    mask[0, 1] = True
+    q[..., 3, :] = -1e2 * k[..., 0, :]  # row 3 may only see key 0, whose score is very negative:
+    mask[3] = False  # a 0 fill (instead of -inf) would move its weight to the masked keys
+    mask[3, 0] = True
+    _check(student, q, k, v, mask, what="含全屏蔽行")
 
 
 @pytest.mark.points(2)
