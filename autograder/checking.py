@@ -199,7 +199,12 @@ def expect_raises(result, exception_name, what):
     raise CheckFailed(f"{what}：{result.describe()}")
 
 
-def expect_number(value, expected, *, what, tol=1e-3, codes_by_value=()):
+# Hand answers rounded to two decimals (error <= 0.005) are right answers, not misconceptions;
+# every wrong answer the catalogue models is at least 0.05 away.
+HAND_TOLERANCE = 6e-3
+
+
+def expect_number(value, expected, *, what, tol=HAND_TOLERANCE, codes_by_value=()):
     """A hand-calculated number (or list of numbers) from the student's variables."""
     got = _as_floats(value)
     want = _as_floats(expected)

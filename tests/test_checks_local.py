@@ -135,3 +135,18 @@ def test_unimplemented_functions_get_no_misconception_codes():
     results, _ = _grade(namespace, parts=PARTS[2:])
     assert all(r.points == 0 for p, r in results.items() if p != "debugging_choice")
     assert not [code for r in results.values() for code in r.codes]
+
+
+def test_hand_answers_rounded_to_two_decimals_keep_their_points():
+    namespace = _with(answers="""
+hand_scores = [0.0, 1.39, 3.22]
+hand_scaled = [0.0, 0.69, 1.61]
+hand_weights = [0.13, 0.25, 0.63]
+hand_output = 12.0
+hand_masked_output = 5.33
+""")
+    results, _ = _grade(namespace, parts=["hand_calculation"])
+    assert results["hand_calculation"].points == results["hand_calculation"].max_points
+    wrong = _with(answers="hand_masked_output = 8.0")
+    results, _ = _grade(wrong, parts=["hand_calculation"])
+    assert results["hand_calculation"].codes == ["mask-zero-fill"]
