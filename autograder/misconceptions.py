@@ -66,7 +66,3 @@ _CATALOGUE = [
 ]
 
 CATALOGUE = {m.code: m for m in _CATALOGUE}
-
-
-def lookup(code):
-    return CATALOGUE[code]
