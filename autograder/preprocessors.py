@@ -122,17 +122,23 @@ class SandboxedExecute(NbGraderPreprocessor):
         except BaseException:
             session.close()
             raise
-        for count, (pos, index) in enumerate(zip(range(len(positions)), positions), start=1):
+        for pos, index in enumerate(positions):
             cell = nb.cells[index]
-            cell.outputs = [nbformat.from_dict(o) for o in _valid_outputs(outputs.get(pos, []), count)]
-            cell.execution_count = count
-        for event in session.events:
-            if "cell" in event:
-                event["cell"] = positions[event["cell"]]
-                event["grade_id"] = _nbgrader(nb.cells[event["cell"]]).get("grade_id", "")
-            log.warning("%s/%s: %s", resources["nbgrader"].get("student"), resources["nbgrader"].get("notebook"),
-                        event)
+            cell.outputs = [nbformat.from_dict(o) for o in _valid_outputs(outputs.get(pos, []), pos + 1)]
+            cell.execution_count = pos + 1
         return nb, resources
+
+
+def _locate_events(nb, positions, events, info):
+    """Turn the session's code-cell positions into notebook cells (once, after all runs) and log them.
+
+    Events come from both steps: cell runs, and replays during the checks.
+    """
+    for event in events:
+        if "cell" in event:
+            event["cell"] = positions[event["cell"]]
+            event["grade_id"] = _nbgrader(nb.cells[event["cell"]]).get("grade_id", "")
+        log.warning("%s/%s: %s", info.get("student"), info.get("notebook"), event)
 
 
 def _display_cells(nb, positions):
@@ -182,6 +188,7 @@ class TrustedScoring(NbGraderPreprocessor):
                                  context={"cuda": _cuda_available()})
         finally:
             session.close()
+        _locate_events(nb, state["positions"], session.events, info)
         report = {"student": info["student"], "assignment": info["assignment"], "notebook": info["notebook"],
                   "sandbox": {"isolated": session.status.isolated, "mechanism": session.status.mechanism},
                   "events": session.events, "seconds": session.elapsed(), "cells": []}
