@@ -387,20 +387,24 @@ class Grader:
         return SandboxedExecute in Autograde(coursedir=self.app.coursedir, parent=self.app).autograde_preprocessors
 
     def _start_pool(self):
-        from . import pool, sandbox
+        """Runners forked from a warmed zygote (under bubblewrap), else pre-started ones."""
+        from . import forkserver, pool, sandbox
         from .preprocessors import SandboxedExecute
         from .session import Budget
 
         settings = SandboxedExecute(parent=self.app)
-        self.pool = pool.RunnerPool(sandbox.Limits(memory_bytes=settings.memory_mb * 2**20),
-                                    settings.require_isolation, start_timeout=Budget().start_timeout)
-        pool.install(self.pool)
+        limits = sandbox.Limits(memory_bytes=settings.memory_mb * 2**20)
+        if forkserver.ForkServer.usable():
+            self.pool, self._pool_module = forkserver.ForkServer(
+                limits, settings.require_isolation, start_timeout=Budget().start_timeout), forkserver
+        else:
+            self.pool, self._pool_module = pool.RunnerPool(
+                limits, settings.require_isolation, start_timeout=Budget().start_timeout), pool
+        self._pool_module.install(self.pool)
 
     def close(self):
         if self.pool is not None:
-            from . import pool
-
-            pool.uninstall(self.pool)
+            self._pool_module.uninstall(self.pool)
             self.pool = None
         logging.getLogger().removeHandler(self.capture)
         logging.captureWarnings(False)

@@ -30,7 +30,6 @@ import queue
 import secrets
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -52,13 +51,12 @@ class _Warm:
 
     def __init__(self, limits, require_isolation, preload):
         self.limits, self.require_isolation = limits, require_isolation
-        self.scratch = tempfile.mkdtemp(prefix="sdpa-run-")
-        self.log = open(os.path.join(self.scratch, "runner.log"), "wb")
+        self.scratch, work, self.log = session.runner_dirs()
         self.proc = None
         try:
             argv, readonly = session.runner_command()
             self.proc = sandbox.sandboxed_popen(
-                argv, scratch=self.scratch, readonly=readonly, limits=limits,
+                argv, scratch=work, readonly=readonly, limits=limits,
                 require_isolation=require_isolation,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
             self.replies = queue.Queue()

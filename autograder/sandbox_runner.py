@@ -81,8 +81,13 @@ class Runner:
             def ask_exit(self):
                 runner._stream("stderr", "exit() 在评分时被忽略。\n")
 
-        self.shell = Shell.instance(colors="NoColor", history_length=0)
-        self.shell.history_manager.enabled = False
+        from traitlets.config import Config
+
+        # No history: no sqlite file and no saving thread (a forked runner must
+        # start from a single-threaded process, see sandbox_zygote.py).
+        config = Config()
+        config.HistoryManager.enabled = False
+        self.shell = Shell.instance(config=config, colors="NoColor", history_length=0)
 
     def _add_output(self, output):
         if self.outputs is not None:
@@ -295,21 +300,38 @@ class _Stream:
             self.write(line)
 
 
-def main():
-    # Figures show inline, as in JupyterLab, and land in the cell's outputs.
-    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    # Move the protocol off fds 0/1 so that C-level prints cannot corrupt it.
+def take_stdio():
+    """Move the protocol off fds 0/1 so that C-level prints cannot corrupt it."""
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
     proto_out = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
-    runner = Runner(proto_in, proto_out)
+    os.close(devnull)
+    return proto_in, proto_out
+
+
+def new_runner():
+    """A runner with its IPython shell; no protocol yet, no student code run."""
+    # Figures show inline, as in JupyterLab, and land in the cell's outputs.
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    runner = Runner(None, None)
     runner._start_shell()
+    return runner
+
+
+def serve(runner, proto_in, proto_out):
+    """Announce "ready", answer requests until "bye" or EOF, then exit the process."""
+    runner.proto_in, runner.proto_out = proto_in, proto_out
     wire.send(proto_out, {"status": "ready", "pid": os.getpid()})
     runner.serve()
     proto_out.flush()
     os._exit(0)
+
+
+def main():
+    proto = take_stdio()
+    serve(new_runner(), *proto)
 
 
 if __name__ == "__main__":

@@ -36,10 +36,21 @@ runner_factory = None
 class HandedRunner:
     """A started, ready runner handed over by `runner_factory`."""
 
-    proc: subprocess.Popen
+    proc: subprocess.Popen  # or a forkserver.ForkedRunner
     replies: queue.Queue  # filled by a `StudentSession._read_replies` thread
-    scratch: str  # its scratch directory (removed by the session)
+    scratch: str  # the `runner_dirs` top directory (removed by the session), or None
     log: object  # its open runner.log file (closed by the session)
+
+
+def runner_dirs():
+    """(top, scratch, log file) of a new runner: the sandbox sees only scratch, not its own log.
+
+    The session removes `top` when the runner ends.
+    """
+    top = tempfile.mkdtemp(prefix="sdpa-run-")
+    scratch = os.path.join(top, "scratch")
+    os.mkdir(scratch)
+    return top, scratch, open(os.path.join(top, "runner.log"), "wb")
 
 
 def runner_command():
@@ -123,11 +134,10 @@ class StudentSession:
         if handed is not None:
             self.proc, self._replies, self.scratch, self._log = handed.proc, handed.replies, handed.scratch, handed.log
             return
-        self.scratch = tempfile.mkdtemp(prefix="sdpa-run-")
-        self._log = open(os.path.join(self.scratch, "runner.log"), "wb")
+        self.scratch, work, self._log = runner_dirs()
         argv, readonly = runner_command()
         self.proc = sandbox.sandboxed_popen(
-            argv, scratch=self.scratch, readonly=readonly,
+            argv, scratch=work, readonly=readonly,
             limits=self.limits, require_isolation=self.require_isolation,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
         self._replies = queue.Queue()
@@ -313,7 +323,15 @@ class _BudgetSpent(Exception):
 
 
 def stop_runner(proc):
-    """Kill a runner's whole sandbox and close our ends of its pipes."""
+    """Kill a runner's whole sandbox and close our ends of its pipes.
+
+    A runner forked by ``forkserver.py`` knows how to stop itself: its zygote
+    kills it and resets the sandbox it shares with the next runner.
+    """
+    stop = getattr(proc, "stop", None)
+    if stop is not None:
+        stop()
+        return
     sandbox.kill_tree(proc)
     for pipe in (proc.stdin, proc.stdout):
         try:

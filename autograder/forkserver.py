@@ -1,0 +1,277 @@
+"""Runners forked from a warmed zygote, so no student waits for `import torch`.
+
+A fresh runner costs about 2.5 s of CPU before its student's first line
+runs (``sandbox_zygote.py`` lists what).  A `ForkServer` starts one zygote
+sandbox -- through `sandbox.sandboxed_popen`, with the limits and isolation
+the sessions ask for -- and, as ``session.runner_factory``, hands each
+session a runner forked from it: a new process that never ran anyone's
+code, on new pipes.  Between two runners the zygote resets its sandbox
+(kills every other process, removes IPC objects, restores scratch and
+/tmp) and must answer "clean" with our nonce; if it does not, in time, the
+whole sandbox is killed and the next runner comes from a new zygote.
+
+Only one runner is out at a time: a session that asks while another one
+still holds a runner gets None and starts its own fresh runner, so two
+students never share a sandbox.  The fork server needs bubblewrap's pid
+namespace; without isolation every session starts its own runner.
+
+A fork server belongs to one process (one grading worker) and is not
+thread-safe.
+"""
+import json
+import logging
+import os
+import queue
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from . import sandbox, session, wire
+
+log = logging.getLogger(__name__)
+
+ZYGOTE = Path(__file__).with_name("sandbox_zygote.py")
+
+
+class ZygoteError(RuntimeError):
+    """The zygote did not answer as it must; its sandbox is discarded."""
+
+
+class _Zygote:
+    """One zygote sandbox and the control socket to it."""
+
+    def __init__(self, server, limits, require_isolation):
+        self.server, self.limits = server, limits
+        self.top = tempfile.mkdtemp(prefix="sdpa-zygote-")
+        self.scratch = os.path.join(self.top, "scratch")
+        os.mkdir(self.scratch)
+        self.log = open(os.path.join(self.top, "zygote.log"), "wb")
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.proc = None
+        self.out = None  # the ForkedRunner currently out, if any
+        self.cpu = 0.0
+        self.forks = 0
+        try:
+            _, readonly = session.runner_command()
+            self.proc = sandbox.sandboxed_popen(
+                [sys.executable, "-I", str(ZYGOTE)], scratch=self.scratch, readonly=readonly + [ZYGOTE],
+                limits=limits, require_isolation=require_isolation,
+                stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=self.log)
+        except BaseException:
+            self.discard()
+            raise
+        finally:
+            theirs.close()
+        self.ready = False
+
+    def _receive(self, timeout, nonce=None):
+        self.control.settimeout(max(0.01, timeout))
+        try:
+            data = self.control.recv(4096)
+        except (TimeoutError, OSError) as exc:
+            raise ZygoteError(f"no answer from the zygote ({exc or type(exc).__name__})") from None
+        if not data:
+            raise ZygoteError("the zygote exited")
+        try:
+            msg = json.loads(data)
+        except ValueError:
+            raise ZygoteError("the zygote sent something that is not JSON") from None
+        if nonce is not None and msg.get("nonce") != nonce:
+            raise ZygoteError(f"unexpected answer from the zygote: {msg}")
+        return msg
+
+    def wait_ready(self, timeout):
+        if not self.ready:
+            msg = self._receive(timeout)
+            if msg.get("op") != "ready":
+                raise ZygoteError(f"the zygote did not start: {msg}")
+            self.cpu, self.ready = float(msg.get("cpu", 0.0)), True
+
+    def fork(self, timeout):
+        """A new runner process, ready for its first request."""
+        nonce = secrets.token_hex(8)
+        log_file = open(os.path.join(self.top, f"runner-{self.forks}.log"), "wb")
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            socket.send_fds(self.control, [json.dumps({"op": "fork", "nonce": nonce}).encode()],
+                            [in_r, out_w, log_file.fileno()])
+        except OSError as exc:
+            for fd in (in_r, in_w, out_r, out_w):
+                os.close(fd)
+            log_file.close()
+            raise ZygoteError(f"cannot reach the zygote: {exc}") from None
+        finally:
+            for fd in (in_r, out_w):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.forks += 1
+        runner = ForkedRunner(self, os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb"), log_file)
+        self.out = runner
+        msg = self._receive(timeout, nonce)
+        if msg.get("op") != "forked":
+            raise ZygoteError(f"the zygote did not fork: {msg}")
+        runner.pid = int(msg.get("pid", -1))
+        return runner
+
+    def reset(self, timeout):
+        """Kill what the last runner left and restore the sandbox; ZygoteError unless "clean"."""
+        nonce = secrets.token_hex(8)
+        try:
+            self.control.send(json.dumps({"op": "reset", "nonce": nonce}).encode())
+        except OSError as exc:
+            raise ZygoteError(f"cannot reach the zygote: {exc}") from None
+        msg = self._receive(timeout, nonce)
+        if msg.get("op") != "clean":
+            raise ZygoteError(f"the zygote could not reset its sandbox: {msg.get('detail', msg)}")
+        self.cpu = float(msg.get("cpu", 0.0))
+        self.out = None
+
+    def discard(self):
+        if self.proc is not None:
+            sandbox.kill_tree(self.proc)
+            self.proc = None
+        self.control.close()
+        self.log.close()
+        self.out = None
+        shutil.rmtree(self.top, ignore_errors=True)
+
+
+class ForkedRunner:
+    """What a session holds as its runner `proc`: pipes to one forked child."""
+
+    args = ["sandbox_zygote fork"]
+
+    def __init__(self, zygote, stdin, stdout, log_file):
+        self.zygote, self.stdin, self.stdout, self.log = zygote, stdin, stdout, log_file
+        self.pid = None  # in the sandbox's pid namespace
+        self.returncode = None
+
+    def poll(self):
+        return self.returncode
+
+    def stop(self):
+        """`session.stop_runner`: end this runner; the zygote resets its sandbox (or is discarded)."""
+        for pipe in (self.stdin, self.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+        if self.returncode is None:
+            self.returncode = -9
+            if self.zygote.out is self:
+                self.zygote.server._after_runner(self.zygote)
+
+
+class ForkServer:
+    """`session.runner_factory` that forks runners from a warmed zygote; see the module docstring."""
+
+    def __init__(self, limits=None, require_isolation=False, start_timeout=60.0, reply_timeout=10.0):
+        self.limits = limits or sandbox.Limits()
+        self.require_isolation = require_isolation
+        self.start_timeout = start_timeout
+        self.reply_timeout = reply_timeout
+        self._zygote = None
+        self.handed = 0  # runners handed to sessions
+        self.missed = 0  # sessions that had to start their own
+        self.zygotes = 0  # zygotes started
+        self.keep_warm = True  # interface of pool.RunnerPool
+
+    @staticmethod
+    def usable():
+        """The zygote needs bubblewrap's pid namespace."""
+        return sandbox.probe().isolated
+
+    def warm(self):
+        """Start the zygote if there is none (it warms up while the caller does other work)."""
+        if self._zygote is None and self.usable():
+            try:
+                self._zygote = _Zygote(self, self.limits, self.require_isolation)
+                self.zygotes += 1
+            except Exception as exc:  # noqa: BLE001 - sessions then start their own runners
+                log.warning("could not start a zygote: %s", exc)
+                self._zygote = None
+
+    def _discard(self, reason):
+        if self._zygote is not None:
+            log.info("zygote discarded: %s", reason)
+            self._zygote.discard()
+            self._zygote = None
+
+    def take(self, student_session):
+        """A runner for this session, forked from the zygote; None if none can be had."""
+        wanted = (student_session.limits, student_session.require_isolation)
+        if wanted != (self.limits, self.require_isolation):
+            self.limits, self.require_isolation = wanted
+            self._discard("the sessions ask for other limits")
+        zygote = self._zygote
+        if zygote is not None and zygote.out is not None:
+            self.missed += 1  # another session holds the runner: never share a sandbox
+            return None
+        self.warm()
+        zygote = self._zygote
+        if zygote is None:
+            self.missed += 1
+            return None
+        runner = None
+        try:
+            zygote.wait_ready(self.start_timeout)
+            runner = zygote.fork(self.reply_timeout)
+            replies = queue.Queue()
+            threading.Thread(target=session.StudentSession._read_replies, args=(runner.stdout, replies),
+                             daemon=True).start()
+            _wait_for_ready(replies, self.start_timeout)
+        except ZygoteError as exc:
+            self._discard(str(exc))
+            if runner is not None:
+                runner.stop()
+                runner.log.close()
+            self.missed += 1
+            return None
+        self.handed += 1
+        return session.HandedRunner(runner, replies, None, runner.log)
+
+    def _after_runner(self, zygote):
+        """A runner was stopped: reset the sandbox, or throw it away."""
+        try:
+            zygote.reset(self.reply_timeout)
+        except ZygoteError as exc:
+            self._discard(str(exc))
+            return
+        # RLIMIT_CPU counts the zygote's whole life: retire it well before that.
+        if zygote.cpu > self.limits.cpu_seconds / 2:
+            self._discard("CPU time limit approaching")
+
+    def close(self):
+        self._discard("closed")
+
+
+def _wait_for_ready(replies, timeout):
+    try:
+        reply = replies.get(timeout=timeout)
+    except queue.Empty:
+        raise ZygoteError("the forked runner did not start in time") from None
+    header = reply[0] if isinstance(reply, tuple) else None
+    if not (isinstance(header, dict) and header.get("status") == "ready"):
+        raise ZygoteError(f"the forked runner did not start: {reply}")
+
+
+def install(server):
+    """Make new sessions in this process fork their runners from `server`."""
+    session.runner_factory = server.take
+    server.warm()
+
+
+def uninstall(server=None):
+    if server is None or session.runner_factory == server.take:
+        session.runner_factory = None
+    if server is not None:
+        server.close()

@@ -1,0 +1,316 @@
+"""Inside one sandbox: warm up once, then fork one fresh runner per student.
+
+A fresh runner spends about 2.5 s of CPU before it has done anything for
+its student: the interpreter, IPython, ``import torch`` and matplotlib, the
+font cache, and torch._dynamo + sympy (imported by the first meta-device
+op).  The zygote pays that once.  It is started by the grader
+(``forkserver.py``) through the same `sandbox.sandboxed_popen` as a fresh
+runner, so it has the same mounts, namespaces and limits, and it never runs
+student code itself.  For each student it forks a child that becomes an
+ordinary runner (``sandbox_runner.serve``) on pipes the grader passed in.
+
+One student at a time, and nothing of one student reaches the next:
+
+* A child is forked from the zygote, whose memory no student code ever
+  touched; the zygote is non-dumpable, so no student process can ptrace it,
+  read or write its memory, or open its descriptors through /proc.  The
+  child closes the control socket at once, so it cannot talk to the grader
+  in the zygote's name; replies carry the grader's nonce anyway.
+* ``reset`` (after every runner, and before a replay) kills every process
+  in the sandbox's pid namespace but bwrap's init and the zygote, removes
+  System V IPC objects, and restores scratch (the cwd and HOME), /tmp and
+  /dev/shm to what they held after warm-up.  It replies "clean" only when
+  it has checked all of that; otherwise the grader throws the whole sandbox
+  away.
+* The child looks like a fresh runner: its own session, fresh seeds for
+  the global RNGs of Python, numpy and torch (a fresh process seeds each
+  from the OS), the dumpable flag a fresh process has, warm-up warnings not
+  "already shown".
+
+The zygote refuses to run outside its own pid namespace (it would kill
+processes it does not own); the grader only uses it under bubblewrap.
+
+Control messages (SOCK_SEQPACKET on fd 0, one JSON object each)::
+
+    grader -> zygote   {"op": "fork", "nonce": N}  + fds (stdin, stdout, stderr)
+                       {"op": "reset", "nonce": N}
+    zygote -> grader   {"op": "ready", "cpu": s}   once warmed up
+                       {"op": "forked", "nonce": N, "pid": p}
+                       {"op": "clean", "nonce": N, "cpu": s} | {"op": "dirty", "nonce": N, "detail": "..."}
+"""
+import ctypes
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import stat
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sandbox_runner  # noqa: E402
+
+RUNNER_PATH = os.path.abspath(sandbox_runner.__file__)
+PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
+IPC_RMID = 0
+SNAPSHOT_MAX_BYTES = 16 * 2**20
+KILL_SECONDS = 5.0
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def warm_up():
+    """Import and run, once, what every runner needs before its student's code does anything."""
+    import io
+    import warnings
+
+    runner = sandbox_runner.new_runner()
+    import matplotlib.pyplot  # noqa: F401 - after the shell exists, as the release's first cell does
+    import numpy  # noqa: F401
+    import torch
+    import torch.nn.functional  # noqa: F401
+    from matplotlib.figure import Figure
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for device in ("cpu", "meta"):  # meta: the first op imports torch._dynamo and sympy
+            for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+                q = torch.arange(24, dtype=dtype, device=device).reshape(2, 3, 4)
+                k = torch.arange(40, dtype=dtype, device=device).reshape(2, 5, 4)
+                scores = (q @ k.transpose(-2, -1)) / 2.0
+                mask = torch.ones(3, 5, dtype=torch.bool, device=device).triu(1)
+                scores = scores.masked_fill(mask, float("-inf"))
+                scores = scores - scores.amax(dim=-1, keepdim=True)
+                weights = scores.exp() / scores.exp().sum(dim=-1, keepdim=True)
+                torch.where(mask, torch.zeros((), dtype=dtype), weights) @ k
+        # An off-screen figure (not pyplot's: nothing may wait to be shown) loads the fonts.
+        fig = Figure(figsize=(3, 3))
+        ax = fig.subplots()
+        ax.set_title("注意力权重 attention")
+        fig.colorbar(ax.imshow(torch.arange(16.0).reshape(4, 4).numpy()), ax=ax)
+        ax.text(0, 0, "0.25")
+        fig.savefig(io.BytesIO(), format="png")
+    return runner
+
+
+# -- the writable places, restored on every reset ------------------------------
+
+def writable_places():
+    """Scratch (the cwd and HOME) and the private tmpfs mounts: all a runner can write."""
+    return (os.getcwd(), "/tmp", "/dev/shm")
+
+
+def snapshot():
+    """{top: [(relative path, mode, bytes or None for a directory)]} of the writable places."""
+    taken, total = {}, 0
+    for top in writable_places():
+        entries = []
+        for root, dirs, files in os.walk(top):
+            dirs.sort()
+            for name in dirs:
+                path = os.path.join(root, name)
+                entries.append((os.path.relpath(path, top), stat.S_IMODE(os.lstat(path).st_mode), None))
+            for name in sorted(files):
+                path = os.path.join(root, name)
+                info = os.lstat(path)
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                with open(path, "rb") as f:
+                    data = f.read()
+                total += len(data)
+                entries.append((os.path.relpath(path, top), stat.S_IMODE(info.st_mode), data))
+        taken[top] = entries
+    if total > SNAPSHOT_MAX_BYTES:
+        raise RuntimeError(f"warm-up left {total} bytes in scratch and /tmp")
+    return taken
+
+
+def _wipe(top):
+    """Remove everything under `top`, whatever modes the student set; returns what is left."""
+    def unlock(path):
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
+
+    for _ in range(3):
+        for root, dirs, _files in os.walk(top):
+            for name in dirs:
+                path = os.path.join(root, name)
+                if not os.path.islink(path):
+                    unlock(path)
+        for entry in os.listdir(top):
+            path = os.path.join(top, entry)
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, onerror=lambda _fn, p, _exc: unlock(os.path.dirname(p)))
+                else:
+                    os.unlink(path)
+            except OSError:
+                pass
+        left = os.listdir(top)
+        if not left:
+            return []
+    return left
+
+
+def restore(taken):
+    """Wipe each writable place and lay the snapshot back down; '' if that worked."""
+    for top, entries in taken.items():
+        left = _wipe(top)
+        if left:
+            return f"cannot remove {left[:3]} from {top}"
+        for rel, mode, data in entries:
+            path = os.path.join(top, rel)
+            if data is None:
+                os.mkdir(path, mode)
+            else:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+            os.chmod(path, mode)
+    return ""
+
+
+# -- processes and IPC --------------------------------------------------------
+
+def _others():
+    """Live processes of this pid namespace other than its init and us."""
+    me, found = os.getpid(), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (1, me):
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    found.append(int(name))
+        except (OSError, IndexError):
+            pass  # gone meanwhile
+    return found
+
+
+def _reap():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def kill_others():
+    """SIGKILL every other process in the namespace until none is left; False if that fails."""
+    deadline = time.monotonic() + KILL_SECONDS
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)  # all we may signal here, except init and ourselves
+        except ProcessLookupError:
+            pass
+        _reap()
+        if not _others():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+
+
+def remove_ipc():
+    """Delete System V shared memory, semaphores and message queues; '' if none is left."""
+    removers = {"shm": lambda i: _libc.shmctl(i, IPC_RMID, None),
+                "sem": lambda i: _libc.semctl(i, 0, IPC_RMID),
+                "msg": lambda i: _libc.msgctl(i, IPC_RMID, None)}
+    for kind, remove in removers.items():
+        for ident in _ipc_ids(kind):
+            remove(ident)
+        if _ipc_ids(kind):
+            return f"System V {kind} objects remain"
+    return ""
+
+
+def _ipc_ids(kind):
+    try:
+        with open(f"/proc/sysvipc/{kind}") as f:
+            return [int(line.split()[1]) for line in f.read().splitlines()[1:] if line.strip()]
+    except OSError:
+        return []
+
+
+# -- the zygote and its children ---------------------------------------------
+
+def become_runner(runner, control, fds, dumpable):
+    """In the forked child: take the grader's pipes and serve as a fresh runner. Never returns."""
+    try:
+        control.close()
+        stdin, stdout, stderr = fds
+        os.setsid()
+        _libc.prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0)
+        for source, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
+            os.dup2(source, target)
+            os.close(source)
+        random.seed()  # a fresh process seeds these from the OS
+        sys.modules["numpy"].random.seed()
+        sys.modules["torch"].seed()
+        sys.argv = [RUNNER_PATH]
+        sandbox_runner.serve(runner, *sandbox_runner.take_stdio())
+    finally:
+        os._exit(70)
+
+
+def serve(control):
+    if not (os.getpid() == 2 and os.getppid() == 1):
+        _send(control, {"op": "refused", "detail": "the zygote needs a pid namespace of its own (bwrap)"})
+        os._exit(2)
+    dumpable = _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    runner = warm_up()
+    taken = snapshot()
+    _send(control, {"op": "ready", "cpu": time.process_time()})
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(control, 4096, 3)
+        except (ConnectionError, OSError):
+            return
+        if not data:
+            return  # the grader closed its end
+        msg = json.loads(data)
+        op, nonce = msg.get("op"), msg.get("nonce")
+        if op == "fork" and len(fds) == 3:
+            pid = os.fork()
+            if pid == 0:
+                become_runner(runner, control, fds, dumpable)
+            for fd in fds:
+                os.close(fd)
+            _send(control, {"op": "forked", "nonce": nonce, "pid": pid})
+        elif op == "reset":
+            for fd in fds:
+                os.close(fd)
+            problem = "" if kill_others() else "processes survive SIGKILL"
+            problem = problem or remove_ipc() or restore(taken)
+            if problem:
+                _send(control, {"op": "dirty", "nonce": nonce, "detail": problem})
+            else:
+                _send(control, {"op": "clean", "nonce": nonce, "cpu": time.process_time()})
+        else:
+            for fd in fds:
+                os.close(fd)
+            _send(control, {"op": "unknown", "nonce": nonce})
+
+
+def _send(control, msg):
+    control.send(json.dumps(msg).encode())
+
+
+def main():
+    control = socket.socket(fileno=os.dup(0))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    serve(control)
+
+
+if __name__ == "__main__":
+    main()
