@@ -119,7 +119,6 @@ class _Zygote:
         msg = self._receive(timeout, nonce)
         if msg.get("op") != "forked":
             raise ZygoteError(f"the zygote did not fork: {msg}")
-        runner.pid = int(msg.get("pid", -1))
         return runner
 
     def reset(self, timeout):
@@ -159,22 +158,26 @@ class ForkedRunner:
         return self.returncode
 
     def stop(self):
-        """`session.stop_runner`: end this runner; the zygote resets its sandbox (or is discarded)."""
+        """`session.stop_runner`: end this runner; the zygote resets its sandbox (or is discarded).
+
+        The pipes are closed only after that: the runner is dead by then, so the
+        session's reader thread has seen EOF and does not hold the pipe's lock.
+        """
+        if self.returncode is None:
+            self.returncode = -9
+            if self.zygote.out is self:
+                self.zygote.server._after_runner(self.zygote)
         for pipe in (self.stdin, self.stdout):
             try:
                 pipe.close()
             except OSError:
                 pass
-        if self.returncode is None:
-            self.returncode = -9
-            if self.zygote.out is self:
-                self.zygote.server._after_runner(self.zygote)
 
 
 class ForkServer:
     """`session.runner_factory` that forks runners from a warmed zygote; see the module docstring."""
 
-    def __init__(self, limits=None, require_isolation=False, start_timeout=60.0, reply_timeout=10.0):
+    def __init__(self, limits=None, require_isolation=False, start_timeout=60.0, reply_timeout=5.0):
         self.limits = limits or sandbox.Limits()
         self.require_isolation = require_isolation
         self.start_timeout = start_timeout
@@ -228,7 +231,7 @@ class ForkServer:
             replies = queue.Queue()
             threading.Thread(target=session.StudentSession._read_replies, args=(runner.stdout, replies),
                              daemon=True).start()
-            _wait_for_ready(replies, self.start_timeout)
+            runner.pid = _wait_for_ready(replies, self.start_timeout)
         except ZygoteError as exc:
             self._discard(str(exc))
             if runner is not None:
@@ -255,6 +258,7 @@ class ForkServer:
 
 
 def _wait_for_ready(replies, timeout):
+    """The runner's pid (in the sandbox), from its "ready" message."""
     try:
         reply = replies.get(timeout=timeout)
     except queue.Empty:
@@ -262,6 +266,7 @@ def _wait_for_ready(replies, timeout):
     header = reply[0] if isinstance(reply, tuple) else None
     if not (isinstance(header, dict) and header.get("status") == "ready"):
         raise ZygoteError(f"the forked runner did not start: {reply}")
+    return header.get("pid")
 
 
 def install(server):

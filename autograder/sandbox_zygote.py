@@ -22,7 +22,8 @@ One student at a time, and nothing of one student reaches the next:
   /dev/shm to what they held after warm-up.  It replies "clean" only when
   it has checked all of that; otherwise the grader throws the whole sandbox
   away.
-* The child looks like a fresh runner: its own session, fresh seeds for
+* The child looks like a fresh runner: its parent is bwrap's init (the
+  zygote forks twice), the session and process group of bwrap's init, fresh seeds for
   the global RNGs of Python, numpy and torch (a fresh process seeds each
   from the OS), the dumpable flag a fresh process has, warm-up warnings not
   "already shown".
@@ -35,7 +36,7 @@ Control messages (SOCK_SEQPACKET on fd 0, one JSON object each)::
     grader -> zygote   {"op": "fork", "nonce": N}  + fds (stdin, stdout, stderr)
                        {"op": "reset", "nonce": N}
     zygote -> grader   {"op": "ready", "cpu": s}   once warmed up
-                       {"op": "forked", "nonce": N, "pid": p}
+                       {"op": "forked", "nonce": N}
                        {"op": "clean", "nonce": N, "cpu": s} | {"op": "dirty", "nonce": N, "detail": "..."}
 """
 import ctypes
@@ -62,7 +63,13 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def warm_up():
-    """Import and run, once, what every runner needs before its student's code does anything."""
+    """Import and run, once, what every runner needs; returns (runner, snapshot of its files).
+
+    The snapshot is taken after the imports of the release's first cell (which
+    every runner executes, e.g. matplotlib's font cache in /tmp/mpl) and laid
+    back down after the rest of the warm-up, as are the environment variables:
+    a child starts as a fresh runner stands after that first cell.
+    """
     import io
     import warnings
 
@@ -73,6 +80,7 @@ def warm_up():
     import torch.nn.functional  # noqa: F401
     from matplotlib.figure import Figure
 
+    taken, environment = snapshot(), dict(os.environ)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for device in ("cpu", "meta"):  # meta: the first op imports torch._dynamo and sympy
@@ -92,7 +100,12 @@ def warm_up():
         fig.colorbar(ax.imshow(torch.arange(16.0).reshape(4, 4).numpy()), ax=ax)
         ax.text(0, 0, "0.25")
         fig.savefig(io.BytesIO(), format="png")
-    return runner
+    os.environ.clear()
+    os.environ.update(environment)  # e.g. TORCHINDUCTOR_CACHE_DIR, set by importing torch._dynamo
+    problem = restore(taken)
+    if problem:
+        raise RuntimeError(problem)
+    return runner, taken
 
 
 # -- the writable places, restored on every reset ------------------------------
@@ -245,7 +258,6 @@ def become_runner(runner, control, fds, dumpable):
     try:
         control.close()
         stdin, stdout, stderr = fds
-        os.setsid()
         _libc.prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0)
         for source, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
             os.dup2(source, target)
@@ -265,8 +277,7 @@ def serve(control):
         os._exit(2)
     dumpable = _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    runner = warm_up()
-    taken = snapshot()
+    runner, taken = warm_up()
     _send(control, {"op": "ready", "cpu": time.process_time()})
     while True:
         try:
@@ -278,12 +289,16 @@ def serve(control):
         msg = json.loads(data)
         op, nonce = msg.get("op"), msg.get("nonce")
         if op == "fork" and len(fds) == 3:
-            pid = os.fork()
-            if pid == 0:
-                become_runner(runner, control, fds, dumpable)
+            middle = os.fork()
+            if middle == 0:
+                # Fork twice: the runner's parent becomes bwrap's init (pid 1), as a fresh runner's is.
+                if os.fork() == 0:
+                    become_runner(runner, control, fds, dumpable)
+                os._exit(0)
             for fd in fds:
                 os.close(fd)
-            _send(control, {"op": "forked", "nonce": nonce, "pid": pid})
+            os.waitpid(middle, 0)
+            _send(control, {"op": "forked", "nonce": nonce})
         elif op == "reset":
             for fd in fds:
                 os.close(fd)
