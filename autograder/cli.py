@@ -35,6 +35,15 @@ DEMO_SAMPLES = ("correct-reference", "empty-release", "bug-mask-inverted", "bug-
                 "bug-softmax-unstable", "bug-causal-off-by-one")
 
 
+# How `sdpa-course autograde` reports where each submission's sandboxed runners came from.
+RUNNER_SOURCES = {
+    "zygote": "forked from a warmed zygote",
+    "pre-started": "pre-started",
+    "fresh": "started fresh",
+    "mixed": "partly started fresh",
+}
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
@@ -63,7 +72,7 @@ def _parser():
     grade.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                        help=f"give up on one submission after this long (default {DEFAULT_TIMEOUT:g})")
     grade.add_argument("--no-prewarm", dest="prewarm", action="store_false",
-                       help="do not start sandboxed runners ahead of need")
+                       help="start every sandboxed runner fresh (no warmed zygote, no pre-started runner)")
     grade.add_argument("-v", "--verbose", action="store_true", help="show nbgrader's warnings for every student")
 
     report = sub.add_parser("report", parents=[course], help="CSV + HTML report with charts",
@@ -137,6 +146,8 @@ def _autograde(args, course, extra):
            f"{'s' * (summary.workers != 1)}") if done else ""
     print(f"graded {graded}, skipped {len(summary.skipped)} (already graded), failed {len(summary.failed)} "
           f"in {summary.wall:.1f} s{per}")
+    if summary.runners:
+        print("runners: " + ", ".join(f"{n} {RUNNER_SOURCES.get(k, k)}" for k, n in sorted(summary.runners.items())))
     for failure in summary.failed:
         print(failure.line())
     if summary.failed:

@@ -419,7 +419,7 @@ class Grader:
             shutil.rmtree(_dir(coursedir, step, ".", "."), ignore_errors=True)
         submitted = _dir(coursedir, coursedir.submitted_directory, student, self.assignment)
         autograded = _dir(coursedir, coursedir.autograded_directory, student, self.assignment)
-        handed = self.pool.handed if self.pool else 0
+        counts = (self.pool.handed, self.pool.missed) if self.pool else (0, 0)
         if self.pool is not None:
             # A runner warmed for a submission that never comes would only slow the last ones down.
             self.pool.keep_warm = task.get("more", True)
@@ -450,7 +450,7 @@ class Grader:
         except Exception as exc:  # noqa: BLE001 - one submission's failure is data, not a crash
             result["failure"] = diagnose(converter, exc, task["files"], self.capture.lines)
         result["log"] = "\n".join(self.capture.lines)
-        result["prewarmed"] = bool(self.pool and self.pool.handed > handed)
+        result["runners"] = self._runner_source(*counts)
         result["seconds"] = round(time.perf_counter() - started, 3)
         self.graded += 1
         if self.graded == 1:
@@ -459,6 +459,14 @@ class Grader:
             gc.collect()
             gc.freeze()
         return result
+
+    def _runner_source(self, handed, missed):
+        """Where this submission's runners came from: "zygote", "pre-started", "fresh" or "mixed"."""
+        if self.pool is None or self.pool.handed == handed:
+            return "fresh"
+        if self.pool.missed > missed:
+            return "mixed"
+        return "zygote" if self._pool_module.__name__.endswith("forkserver") else "pre-started"
 
     def _private_grades(self, student, notebooks):
         from nbgrader.api import Gradebook
@@ -740,7 +748,7 @@ def grade_on_dask_worker(bundle, task, timeout=DEFAULT_TIMEOUT):
 def failure_result(student, reason, notebook="-", cell=None):
     return {"student": student, "ok": False, "files": {}, "notebooks": [], "grades": {}, "seconds": None,
             "failure": {"notebook": notebook, "cell": cell, "reason": reason, "stage": None}, "log": "",
-            "pid": None, "host": socket.gethostname(), "prewarmed": False}
+            "pid": None, "host": socket.gethostname(), "runners": None}
 
 
 def _exit_text(code):
@@ -788,6 +796,7 @@ class Summary:
     wall: float = 0.0
     interrupted: bool = False
     workers: int = 0
+    runners: collections.Counter = field(default_factory=collections.Counter)  # source -> submissions
 
 
 class ImportMismatch(Exception):
@@ -1064,6 +1073,7 @@ class Autograder:
             else:
                 seconds = result.get("seconds") or 0.0
                 summary.graded.append((student, score, max_score, seconds))
+                summary.runners[result.get("runners") or "fresh"] += 1
                 self.say(f"{prefix} {seconds:.1f}s {score:g}/{max_score:g}")
                 if self.verbose and result.get("log"):
                     self.say(_indent(result["log"]))

@@ -1,5 +1,9 @@
 """Runners started ahead of time, so a submission does not wait for `import torch`.
 
+Used by grading workers only where `forkserver.ForkServer` cannot be (no
+bubblewrap pid namespace): it hides a fresh runner's start-up behind the
+previous submission but does not remove its CPU cost, as the zygote does.
+
 Before a runner can execute a notebook's first cell it costs about 1.5 s of
 CPU: bubblewrap, the interpreter, IPython, and the first (instructor) cell's
 ``import torch`` / ``import matplotlib.pyplot``.  A `RunnerPool` keeps one

@@ -373,6 +373,11 @@ for place in (".", os.path.expanduser("~"), "/tmp", "/dev/shm"):
 for name in ("statistics", "fractions", "decimal", "pandas", "scipy"):
     with open(name + ".py", "w") as f:
         f.write("raise ImportError('planted by the previous student')")
+for name in os.listdir("/tmp/mpl"):  # matplotlib's font cache: spoil it
+    with open(os.path.join("/tmp/mpl", name), "w") as f:
+        f.write("{}")
+os.makedirs("locked/inner")
+os.chmod("locked", 0)
 ctypes.CDLL(None).shmget(0x5D9A, 4096, 0o1666)
 
 def alive(pid):
@@ -396,7 +401,7 @@ if os.fork() == 0:
                         pass
             time.sleep(0.005)
     os._exit(0)
-os.wait()
+_ = os.wait()
 """
 
 # Stops every process it may signal but itself and init (a zygote, if any).

@@ -81,6 +81,9 @@ def warm_up():
     from matplotlib.figure import Figure
 
     taken, environment = snapshot(), dict(os.environ)
+    odd = [rel for entries in taken.values() for rel, (_, data) in entries.items() if data == "other"]
+    if odd:
+        raise RuntimeError(f"cannot snapshot links or special files in scratch or /tmp: {odd[:3]}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for device in ("cpu", "meta"):  # meta: the first op imports torch._dynamo and sympy
@@ -116,74 +119,114 @@ def writable_places():
 
 
 def snapshot():
-    """{top: [(relative path, mode, bytes or None for a directory)]} of the writable places."""
+    """{top: {relative path: (mode, bytes, or None for a directory)}} of the writable places.
+
+    Only the place's own filesystem counts: read-only binds inside it (the
+    grader's files under /tmp, say) are not the runner's to change.
+    """
     taken, total = {}, 0
     for top in writable_places():
-        entries = []
-        for root, dirs, files in os.walk(top):
-            dirs.sort()
-            for name in dirs:
-                path = os.path.join(root, name)
-                entries.append((os.path.relpath(path, top), stat.S_IMODE(os.lstat(path).st_mode), None))
-            for name in sorted(files):
-                path = os.path.join(root, name)
-                info = os.lstat(path)
-                if not stat.S_ISREG(info.st_mode):
-                    continue
+        entries, dev = {}, os.lstat(top).st_dev
+        for rel, info in _walk(top, dev):
+            path = os.path.join(top, rel)
+            if stat.S_ISDIR(info.st_mode):
+                entries[rel] = (stat.S_IMODE(info.st_mode), None)
+            elif stat.S_ISREG(info.st_mode):
                 with open(path, "rb") as f:
                     data = f.read()
                 total += len(data)
-                entries.append((os.path.relpath(path, top), stat.S_IMODE(info.st_mode), data))
+                entries[rel] = (stat.S_IMODE(info.st_mode), data)
+            else:  # a symlink, fifo...: recorded by kind, so that a restore notices it
+                entries[rel] = (stat.S_IFMT(info.st_mode), "other")
         taken[top] = entries
     if total > SNAPSHOT_MAX_BYTES:
         raise RuntimeError(f"warm-up left {total} bytes in scratch and /tmp")
     return taken
 
 
-def _wipe(top):
-    """Remove everything under `top`, whatever modes the student set; returns what is left."""
-    def unlock(path):
-        try:
-            os.chmod(path, 0o700)
-        except OSError:
-            pass
+def _walk(top, dev):
+    """(relative path, lstat) of everything under `top` on device `dev`, parents first."""
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        for name in sorted(os.listdir(os.path.join(top, rel))):
+            child = os.path.join(rel, name)
+            info = os.lstat(os.path.join(top, child))
+            if info.st_dev != dev:
+                continue
+            yield child, info
+            if stat.S_ISDIR(info.st_mode):
+                stack.append(child)
 
-    for _ in range(3):
-        for root, dirs, _files in os.walk(top):
+
+def _unlock(path):
+    """Let us list and empty a directory the student locked (chmod 000)."""
+    try:
+        if not os.path.islink(path):
+            os.chmod(path, 0o700)
+    except OSError:
+        pass
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        _unlock(path)
+        for root, dirs, _files in os.walk(path):
             for name in dirs:
-                path = os.path.join(root, name)
-                if not os.path.islink(path):
-                    unlock(path)
-        for entry in os.listdir(top):
-            path = os.path.join(top, entry)
-            try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, onerror=lambda _fn, p, _exc: unlock(os.path.dirname(p)))
-                else:
-                    os.unlink(path)
-            except OSError:
-                pass
-        left = os.listdir(top)
-        if not left:
-            return []
-    return left
+                _unlock(os.path.join(root, name))
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def _sync(top, entries):
+    """Make `top` hold what `entries` says again: remove the rest, rewrite what changed."""
+    dev = os.lstat(top).st_dev
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        path = os.path.join(top, rel)
+        if rel:
+            _unlock(path)
+        for name in os.listdir(path):
+            child = os.path.join(rel, name)
+            child_path = os.path.join(top, child)
+            info = os.lstat(child_path)
+            if info.st_dev != dev:
+                continue
+            want = entries.get(child)
+            if want is not None and want[1] is None and stat.S_ISDIR(info.st_mode):
+                stack.append(child)
+            elif want is None or not isinstance(want[1], bytes) or not stat.S_ISREG(info.st_mode):
+                _remove(child_path)  # new, or of another kind than before (warm-up makes no symlinks)
+    for rel, (mode, data) in sorted(entries.items()):  # parents before children
+        path = os.path.join(top, rel)
+        if data is None:
+            if not os.path.lexists(path):
+                os.mkdir(path, mode)
+        elif isinstance(data, bytes):
+            current = None
+            if os.path.lexists(path):
+                with open(path, "rb") as f:
+                    current = f.read()
+            if current != data:
+                with open(path, "wb") as f:
+                    f.write(data)
+        else:
+            continue
+        if stat.S_IMODE(os.lstat(path).st_mode) != mode:
+            os.chmod(path, mode)
 
 
 def restore(taken):
-    """Wipe each writable place and lay the snapshot back down; '' if that worked."""
-    for top, entries in taken.items():
-        left = _wipe(top)
-        if left:
-            return f"cannot remove {left[:3]} from {top}"
-        for rel, mode, data in entries:
-            path = os.path.join(top, rel)
-            if data is None:
-                os.mkdir(path, mode)
-            else:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-            os.chmod(path, mode)
+    """Put every writable place back as in the snapshot, and check that; '' if it worked."""
+    try:
+        for top, entries in taken.items():
+            _sync(top, entries)
+        if snapshot() != taken:
+            return "scratch or /tmp differ from the snapshot after restoring it"
+    except OSError as exc:
+        return f"cannot restore scratch and /tmp: {exc}"
     return ""
 
 

@@ -27,7 +27,8 @@ OBSERVE = textwrap.dedent("""
         return [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, 2, os.getpid())]
     seen = json.dumps({
         "ppid": os.getppid(), "argv": sys.argv, "cwd": os.getcwd(), "scratch": listing("."),
-        "home": listing(os.path.expanduser("~")), "tmp": listing("/tmp"), "mpl": listing("/tmp/mpl"),
+        "home": listing(os.path.expanduser("~")), "tmp": listing("/tmp"),
+        "mpl": {name: len(open("/tmp/mpl/" + name, "rb").read()) for name in listing("/tmp/mpl")},
         "shm": listing("/dev/shm"), "sysv": open("/proc/sysvipc/shm").read().splitlines()[1:],
         "others": others(), "fds": listing("/proc/self/fd"), "env": dict(os.environ),
         "names": sorted(k for k in globals() if not k.startswith("_")),

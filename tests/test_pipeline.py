@@ -85,3 +85,44 @@ def test_regrading_gives_the_same_scores(graded_course):
     for student in ("bug-softmax-global-max", "correct-noisy"):
         course.nbgrader(root, "autograde", course.ASSIGNMENT, "--student", student, "--force")
         assert course.grades(root)[student] == before[student]
+
+
+def test_parallel_workers_grade_the_whole_catalogue_as_stock_does(graded_course, tmp_path):
+    """`sdpa-course autograde --workers 2` on every sample, attacks on the next student included.
+
+    Under bubblewrap each worker forks all its students' runners from one zygote
+    sandbox; every grade and every autograded notebook must equal stock nbgrader's.
+    """
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from autograder import sandbox
+
+    from .conftest import FAST_LIMITS
+
+    stock = graded_course["root"]
+    root = tmp_path / "course"
+    shutil.copytree(stock, root, ignore=shutil.ignore_patterns(
+        "autograded", "feedback", "gradebook.db", "grades.csv", "reports"))
+    course.nbgrader(root, "generate_assignment", course.ASSIGNMENT, "--force")
+    # Run from the course, as nbgrader was: the grading code is the course's own copy.
+    proc = subprocess.run([sys.executable, "-m", "autograder.cli", "autograde", course.ASSIGNMENT,
+                           "--workers", "2", *FAST_LIMITS], cwd=root,
+                          env=course.nbgrader_env(), capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    if sandbox.probe().isolated:
+        assert f"runners: {len(samples.CATALOGUE)} forked from a warmed zygote" in proc.stdout, proc.stdout[-800:]
+    assert course.grades(root) == graded_course["grades"]
+
+    def notebook(top, student):
+        """The autograded notebook, less cell ids (nbgrader draws new random ones for tampered cells)."""
+        path = top / "autograded" / student / course.ASSIGNMENT / f"{course.ASSIGNMENT}.ipynb"
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            cell.pop("id", None)
+        return nb
+
+    differ = [s.name for s in samples.CATALOGUE if notebook(root, s.name) != notebook(stock, s.name)]
+    assert differ == []

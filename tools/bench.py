@@ -9,10 +9,11 @@ both and the ratio.
 
 ``--profile`` instead grades a few submissions with the stock converter
 in this process, timing each stage, and prints where one submission's
-time goes.
+time goes; with ``--zygote`` the runners are forked from a warmed zygote,
+as in the workers of ``sdpa-course autograde``.
 
     python tools/bench.py [--n 60] [--workers 2] [--dir .artifacts/bench] [--keep]
-    python tools/bench.py --profile [--n 4]
+    python tools/bench.py --profile [--n 4] [--zygote]
 """
 import argparse
 import collections
@@ -166,6 +167,15 @@ def profile(args):
             gc_time["t"] += time.perf_counter() - gc_time["s"]
 
     gc.callbacks.append(on_gc)
+    server = None
+    if args.zygote:
+        from autograder import forkserver
+
+        server = forkserver.ForkServer()
+        forkserver.install(server)
+        wrap(forkserver._Zygote, "wait_ready", "waiting for the zygote to warm up (once per worker)")
+        wrap(forkserver._Zygote, "fork", "forking a runner from the zygote")
+        wrap(forkserver._Zygote, "reset", "resetting the zygote's sandbox")
     app = AutogradeApp()
     app.initialize(["--log-level=ERROR"])
     app.coursedir.assignment_id = course.ASSIGNMENT
@@ -176,7 +186,10 @@ def profile(args):
     n = len(converter.assignments)
     times["  checks: garbage collections (pytest's gc.collect)"] = gc_time["t"]
     accounted = times["SandboxedExecute, total"] + times["hidden checks (pytest), total"]
-    print(f"\nstock `nbgrader autograde`, {n} submissions, in-process (course built in "
+    how = "runners forked from a zygote (as sdpa-course workers do)" if server else "a fresh runner each"
+    if server is not None:
+        forkserver.uninstall(server)
+    print(f"\nstock `nbgrader autograde` pipeline, {n} submissions, in-process, {how} (course built in "
           f"{t0 - started:.0f} s):")
     print(f"  once per run:   importing nbgrader/torch/pytest and the grading engine {t_import:.2f} s")
     print(f"  per submission: {total / n:.2f} s, of which")
@@ -193,6 +206,8 @@ def main():
     parser.add_argument("--dir", default=str(ROOT / ".artifacts" / "bench"))
     parser.add_argument("--keep", action="store_true", help="keep the course copies")
     parser.add_argument("--profile", action="store_true", help="time the stages of the stock pipeline instead")
+    parser.add_argument("--zygote", action="store_true",
+                        help="with --profile: fork the runners from a warmed zygote, as sdpa-course workers do")
     args = parser.parse_args()
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     if args.profile:
