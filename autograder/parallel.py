@@ -45,42 +45,42 @@ line.  The only difference is *where* it runs:
 
 Speed (what one submission costs, and what the parallel path removes)
 ---------------------------------------------------------------------
-Stock ``nbgrader autograde`` on the 2-core development VM
-(``python tools/bench.py --profile``): about 3 s once per run to start
-nbgrader (imports, config, JSON-schema checkers), then 4.5 s per submission:
+``python tools/bench.py --profile --n 8`` on the 2-core development VM:
+stock ``nbgrader autograde`` takes about 2 s once per run to start
+nbgrader, then 3.5 s per submission:
 
-    runner start (bwrap, interpreter, IPython)           0.15 s
-    first cell: import torch, matplotlib                 1.6 s
-    the other cells (visible checks)                     0.6 s
-    hidden checks (pytest)                               1.9 s
-      the student's functions, in the runner             0.7 s
-      pytest's own gc.collect() calls                    0.5 s
-    sanitizing, nbconvert, gradebook writes, files       0.3 s
+    runner start (bwrap, interpreter, IPython)           0.11 s
+    first cell: import torch, matplotlib                 1.62 s
+    the other cells (visible checks, plots)              0.58 s
+    hidden checks (pytest)                               0.98 s
+      the student's functions, in the runner             0.69 s
+        (the first meta-device op imports torch._dynamo and sympy)
+    sanitizing, nbconvert, gradebook writes, files       0.29 s
 
-In CPU time that is ~2.6 s in the sandboxed runner -- a fresh process per
-student, most of it importing torch and matplotlib and, on the checks'
-first meta-device call, torch._dynamo and sympy (~0.9 s) -- and ~1.8 s in
-nbgrader's process.  The parallel path:
+About 2.5 s of that is a fresh runner getting ready: it is a new process
+per student, as nbgrader's kernel is.  The parallel path:
 
 * runs ``--workers`` (default: the CPU count) worker processes, forked from
-  a parent that has already imported nbgrader, torch and pytest, so that
-  start-up is paid once, not once per worker;
-* keeps one pre-started runner per worker (`autograder.pool`): the next
-  submission's runner boots and imports torch while the current one is
-  graded, and is never started when no submission is left for it; each
-  runner still serves exactly one student;
+  a parent that has already imported nbgrader, torch and pytest;
+* forks every runner from a warmed zygote (`autograder.forkserver`): one
+  zygote sandbox per worker imports torch, matplotlib, torch._dynamo and
+  the fonts once (about 2.5 s), then each student gets a new process forked
+  from it, never one that ran anyone's code, and the sandbox is reset and
+  checked between two students (see ``sandbox_zygote.py``).  Without
+  bubblewrap it falls back to one pre-started fresh runner (`autograder.pool`);
 * freezes the worker's long-lived objects after its first submission
   (``gc.freeze()``), so the collections pytest forces in every check run
-  stop scanning torch's and nbgrader's heap (the same checks, run the same
-  way): the grading process's share drops to ~0.5 s;
+  stop scanning torch's and nbgrader's heap;
 * writes the gradebook from the parent while the workers go on grading.
 
-So a submission costs ~3.2 CPU-seconds instead of ~4.4, and the workers
-keep every core busy: on 2 idle cores that is at best ~1.6 s per submission
-against ~4.5 s (about 2.7x for large N).  The runner's own ~2.6 s is the
-floor -- it could only shrink by sharing a process between students.
-Measured with ``tools/bench.py --n 10`` on the shared 2-core VM (other
-people's jobs running): stock 4.9 s, ``--workers 2`` 2.6 s per submission.
+``python tools/bench.py --profile --n 8 --zygote`` (the same pipeline with
+forked runners): 1.3 s per submission including the zygote's one-time
+warm-up; a fork costs 0.02 s, the sandbox reset 0.01 s, the first cell
+0.01 s, the student's functions in the checks 0.05 s.  What is left is the
+notebook's own cells (0.33 s) and the grading process (pytest 0.27 s,
+nbgrader 0.28 s).  ``make bench`` (60 submissions, 2 workers): stock
+3.84 s, ``--workers 2`` 0.93 s per submission, 4.13x, identical scores and
+autograded notebooks.
 
 Dask
 ----
@@ -88,7 +88,7 @@ Dask
 task carries one student's submitted files; the course bundle (config,
 source, release, gradebook snapshot) is scattered to the workers once; each
 dask worker grades through a private grading process (``python -m
-autograder.parallel --serve``, with its own pre-started runner) in a private
+autograder.parallel --serve``, with its own zygote) in a private
 course directory, exactly as above.  Results come back to this process,
 which alone writes the gradebook and ``autograded/`` (resume and failure
 handling are the same; a lost dask worker is a failed submission, retried

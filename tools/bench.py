@@ -106,6 +106,8 @@ def bench(args):
 
 # -- --profile: where one submission's time goes ----------------------------
 
+SPAWN = "runner start (fresh: bwrap, python, IPython; or fork)"
+
 def profile(args):
     started = time.perf_counter()
     top = Path(args.dir).resolve() / "profile"
@@ -141,11 +143,11 @@ def profile(args):
     original_request = session.StudentSession._request
 
     def request(self, msg, blobs, timeout):
-        t = time.perf_counter()
+        t, spawned = time.perf_counter(), times[SPAWN]
         try:
             return original_request(self, msg, blobs, timeout)
         finally:
-            spent = time.perf_counter() - t
+            spent = time.perf_counter() - t - (times[SPAWN] - spawned)  # a (re)start is counted apart
             if stage["name"] == "checks":
                 times["  checks: waiting for the student's functions (runner)"] += spent
             elif msg.get("op") == "exec":
@@ -155,7 +157,7 @@ def profile(args):
                 times[label] += spent
 
     session.StudentSession._request = request
-    wrap(session.StudentSession, "_spawn", "runner start (bwrap, python, IPython)")
+    wrap(session.StudentSession, "_spawn", SPAWN)
     wrap(preprocessors, "run_checks", "hidden checks (pytest), total", mark="checks")
     wrap(preprocessors.SandboxedExecute, "preprocess", "SandboxedExecute, total")
     gc_time = {"t": 0.0, "s": 0.0}
@@ -173,9 +175,9 @@ def profile(args):
 
         server = forkserver.ForkServer()
         forkserver.install(server)
-        wrap(forkserver._Zygote, "wait_ready", "waiting for the zygote to warm up (once per worker)")
-        wrap(forkserver._Zygote, "fork", "forking a runner from the zygote")
-        wrap(forkserver._Zygote, "reset", "resetting the zygote's sandbox")
+        wrap(forkserver._Zygote, "wait_ready", "  runner start: waiting for the zygote to warm up (once)")
+        wrap(forkserver._Zygote, "fork", "  runner start: forking a runner from the zygote")
+        wrap(forkserver._Zygote, "reset", "resetting the zygote's sandbox after each runner")
     app = AutogradeApp()
     app.initialize(["--log-level=ERROR"])
     app.coursedir.assignment_id = course.ASSIGNMENT
