@@ -269,14 +269,5 @@ def _wait_for_ready(replies, timeout):
     return header.get("pid")
 
 
-def install(server):
-    """Make new sessions in this process fork their runners from `server`."""
-    session.runner_factory = server.take
-    server.warm()
-
-
-def uninstall(server=None):
-    if server is None or session.runner_factory == server.take:
-        session.runner_factory = None
-    if server is not None:
-        server.close()
+# Make new sessions in this process take their runners from one, or stop that.
+install, uninstall = session.install_runner_source, session.uninstall_runner_source

@@ -146,14 +146,5 @@ class RunnerPool:
             spare.discard()
 
 
-def install(pool):
-    """Make new sessions in this process take their runners from `pool`."""
-    session.runner_factory = pool.take
-    pool.warm()
-
-
-def uninstall(pool=None):
-    if pool is None or session.runner_factory == pool.take:
-        session.runner_factory = None
-    if pool is not None:
-        pool.close()
+# Make new sessions in this process take their runners from one, or stop that.
+install, uninstall = session.install_runner_source, session.uninstall_runner_source

@@ -32,6 +32,22 @@ WIRE = Path(__file__).with_name("wire.py")
 runner_factory = None
 
 
+def install_runner_source(source):
+    """Make new sessions in this process take their runners from `source` (`pool`, `forkserver`)."""
+    global runner_factory
+    runner_factory = source.take
+    source.warm()
+
+
+def uninstall_runner_source(source=None):
+    """Back to fresh runners; closes `source`."""
+    global runner_factory
+    if source is None or runner_factory == source.take:
+        runner_factory = None
+    if source is not None:
+        source.close()
+
+
 @dataclass
 class HandedRunner:
     """A started, ready runner handed over by `runner_factory`."""
