@@ -96,23 +96,23 @@ class _Zygote:
     def fork(self, timeout):
         """A new runner process, ready for its first request."""
         nonce = secrets.token_hex(8)
-        log_file = open(os.path.join(self.top, f"runner-{self.forks}.log"), "wb")
+        # The runner's stderr; unlinked at once, as a fresh runner's log goes with its directory.
+        log_path = os.path.join(self.top, f"runner-{self.forks}.log")
+        log_file = open(log_path, "wb")
+        os.unlink(log_path)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         try:
             socket.send_fds(self.control, [json.dumps({"op": "fork", "nonce": nonce}).encode()],
                             [in_r, out_w, log_file.fileno()])
         except OSError as exc:
-            for fd in (in_r, in_w, out_r, out_w):
-                os.close(fd)
+            os.close(in_w)
+            os.close(out_r)
             log_file.close()
             raise ZygoteError(f"cannot reach the zygote: {exc}") from None
         finally:
-            for fd in (in_r, out_w):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+            os.close(in_r)  # the zygote has its own copies now
+            os.close(out_w)
         self.forks += 1
         runner = ForkedRunner(self, os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb"), log_file)
         self.out = runner

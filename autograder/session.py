@@ -24,11 +24,12 @@ from . import sandbox, wire
 RUNNER = Path(__file__).with_name("sandbox_runner.py")
 WIRE = Path(__file__).with_name("wire.py")
 
-# Optional hook for a pool of pre-started runners (``pool.py``): a callable
-# that takes the session and returns a `HandedRunner` -- a runner process
-# started by `runner_command` through `sandbox.sandboxed_popen` with this
-# session's limits, which has sent "ready" and never ran any student's code --
-# or None, and the session starts its own.  Each runner goes to one session.
+# Optional hook for a source of runners started ahead of need (``pool.py``,
+# ``forkserver.py``): a callable that takes the session and returns a
+# `HandedRunner` -- a runner process that runs in a sandbox made by
+# `sandbox.sandboxed_popen` with this session's limits, has sent "ready" and
+# never ran any student's code -- or None, and the session starts its own.
+# Each runner goes to one session.
 runner_factory = None
 
 
