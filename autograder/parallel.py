@@ -78,9 +78,9 @@ forked runners): 1.3 s per submission including the zygote's one-time
 warm-up; a fork costs 0.02 s, the sandbox reset 0.01 s, the first cell
 0.01 s, the student's functions in the checks 0.05 s.  What is left is the
 notebook's own cells (0.33 s) and the grading process (pytest 0.27 s,
-nbgrader 0.28 s).  ``make bench`` (60 submissions, 2 workers): stock
-3.84 s, ``--workers 2`` 0.93 s per submission, 4.13x, identical scores and
-autograded notebooks.
+nbgrader 0.28 s).  ``make bench`` (60 submissions, 2 workers), two runs:
+stock 3.84 / 3.65 s, ``--workers 2`` 0.93 / 0.90 s per submission, 4.13x /
+4.04x, identical scores and autograded notebooks both times.
 
 Dask
 ----
