@@ -589,12 +589,15 @@ def _die_with_parent():
         pass
 
 
-def _fork_main(conn, bundle, prewarm, parent_pid):
+def _fork_main(conn, bundle, prewarm, parent_pid, tmp):
     """Body of a local worker process (multiprocessing)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
     _die_with_parent()
     if os.getppid() != parent_pid:
         os._exit(1)
+    # Everything this worker creates (its course copy, runner and zygote dirs) goes
+    # under `tmp`, which the parent removes even when it had to kill the worker.
+    tempfile.tempdir = tmp
     grader = None
     try:
         try:
@@ -938,7 +941,8 @@ def warm_parent():
 class _LocalWorker:
     def __init__(self, ctx, bundle, prewarm):
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_fork_main, args=(child, bundle, prewarm, os.getpid()),
+        self.tmp = tempfile.mkdtemp(prefix="sdpa-worker-")
+        self.proc = ctx.Process(target=_fork_main, args=(child, bundle, prewarm, os.getpid(), self.tmp),
                                 name="sdpa-grader", daemon=True)
         self.proc.start()
         child.close()
@@ -960,16 +964,15 @@ class _LocalWorker:
     def stop(self, wait=5.0):
         self.retire()
         self.proc.join(wait)
-        if self.proc.is_alive():
-            self.proc.kill()
-            self.proc.join(5)
-        self.conn.close()
+        self.kill()
 
     def kill(self):
         if self.proc.is_alive():
             self.proc.kill()
         self.proc.join(5)
         self.conn.close()
+        # Its sandboxes die with it (bwrap --die-with-parent); what they wrote goes now.
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 class Autograder:
@@ -1154,7 +1157,7 @@ class Autograder:
             for worker in workers:
                 if worker.task is not None:
                     worker.kill()
-                elif worker.proc.is_alive():
+                else:
                     worker.stop()
 
     # -- dask --------------------------------------------------------------------

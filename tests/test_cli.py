@@ -139,9 +139,12 @@ def test_crashing_submissions_are_reported_and_the_rest_graded(released, built, 
     inject.mkdir()
     (inject / "sitecustomize.py").write_text(DIE_ON_ONE_STUDENT)
     package_root = str(Path(parallel.__file__).resolve().parents[1])
-    env = dict(course.nbgrader_env(), PYTHONPATH=os.pathsep.join([str(inject), package_root]))
+    scratch = tmp_path / "tmp"  # every temporary dir of the run: removed, even a dead worker's
+    scratch.mkdir()
+    env = dict(course.nbgrader_env(), PYTHONPATH=os.pathsep.join([str(inject), package_root]), TMPDIR=str(scratch))
     proc = subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(root), "autograde", "--workers",
                            "2", *LIMITS], env=env, capture_output=True, text=True, timeout=600)
+    assert sorted(os.listdir(scratch)) == []
     out = proc.stdout
     assert proc.returncode == 1, out + proc.stderr
     failed = {line.split()[1]: line for line in out.splitlines() if line.startswith("FAILED")}
