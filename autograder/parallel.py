@@ -37,6 +37,9 @@ line.  The only difference is *where* it runs:
   ``autograded/``, with nbgrader's rule: unless ``--force``, or the
   submission's ``timestamp.txt`` is newer than the autograded one.  A lock
   file (``autograded/.sdpa-course.lock``) keeps two runs off one course.
+  Each worker's temporary files (course copy, runner sandboxes) live in one
+  ``sdpa-worker-<pid>-*`` dir that is removed when the worker ends; those of
+  a run that was killed outright are removed by the next run.
 
 * Failures: a submission whose grading raises, whose worker process dies,
   or that runs past ``--timeout`` is reported on one line (student,
@@ -938,10 +941,39 @@ def warm_parent():
     gc.freeze()
 
 
+WORKER_TMP_PREFIX = "sdpa-worker-"  # + the pid of the sdpa-course process that owns it + "-"
+
+
+def remove_stale_worker_dirs():
+    """Remove the worker dirs of `sdpa-course` runs that were killed (their process is gone).
+
+    Only our own dirs (same owner), and only when the owning pid is dead; a
+    reused pid keeps its dirs until a later run, which is harmless.
+    """
+    top = tempfile.gettempdir()
+    try:
+        names = os.listdir(top)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(WORKER_TMP_PREFIX):
+            continue
+        pid = name[len(WORKER_TMP_PREFIX):].split("-", 1)[0]
+        path = os.path.join(top, name)
+        try:
+            if not pid.isdigit() or os.stat(path).st_uid != os.geteuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
+
+
 class _LocalWorker:
     def __init__(self, ctx, bundle, prewarm):
         self.conn, child = ctx.Pipe()
-        self.tmp = tempfile.mkdtemp(prefix="sdpa-worker-")
+        self.tmp = tempfile.mkdtemp(prefix=f"{WORKER_TMP_PREFIX}{os.getpid()}-")
         self.proc = ctx.Process(target=_fork_main, args=(child, bundle, prewarm, os.getpid(), self.tmp),
                                 name="sdpa-grader", daemon=True)
         self.proc.start()
@@ -1105,6 +1137,7 @@ class Autograder:
             ctx = multiprocessing.get_context("fork")
         else:  # forking a threaded process is unsafe
             ctx = multiprocessing.get_context("spawn")
+        remove_stale_worker_dirs()
         count = min(self.workers, len(todo))
         summary.workers = count
         self.say(f"grading {len(todo)} submission{'s' * (len(todo) != 1)} with {count} worker"

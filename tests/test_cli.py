@@ -26,9 +26,9 @@ def _sample(name):
     return next(s for s in samples.CATALOGUE if s.name == name)
 
 
-def _cli(root, *args, timeout=600):
+def _cli(root, *args, timeout=600, env=None):
     return subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(root), *args],
-                          env=course.nbgrader_env(), capture_output=True, text=True, timeout=timeout)
+                          env=env or course.nbgrader_env(), capture_output=True, text=True, timeout=timeout)
 
 
 def _graded(root):
@@ -74,9 +74,12 @@ def stock(released, built, tmp_path_factory):
 @pytest.mark.slow
 def test_parallel_equals_stock_and_resumes_after_kill(released, built, stock, tmp_path):
     root = _course_copy(released, tmp_path / "course", built, STUDENTS)
+    scratch = tmp_path / "tmp"  # the runs' temporary dirs
+    scratch.mkdir()
+    env = dict(course.nbgrader_env(), TMPDIR=str(scratch))
     # An interrupted run: killed (SIGKILL, no clean-up) once the first student is saved.
     proc = subprocess.Popen([sys.executable, "-m", "autograder.cli", "--course", str(root), "autograde",
-                             "--workers", "1", *LIMITS], env=course.nbgrader_env(),
+                             "--workers", "1", *LIMITS], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while not _graded(root) and proc.poll() is None and time.monotonic() < deadline:
@@ -90,8 +93,11 @@ def test_parallel_equals_stock_and_resumes_after_kill(released, built, stock, tm
         assert saved[student] == course.grades(stock)[student]
     before = {s: os.stat(root / "autograded" / s / "sdpa" / "sdpa.ipynb").st_mtime_ns for s in first}
 
-    done = _cli(root, "autograde", "sdpa", "--workers", "2", *LIMITS)
+    left = [name for name in os.listdir(scratch) if name.startswith(parallel.WORKER_TMP_PREFIX)]
+    assert left  # what the killed run could not remove...
+    done = _cli(root, "autograde", "sdpa", "--workers", "2", *LIMITS, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert os.listdir(scratch) == []  # ...the next run does, along with its own
     assert f"skipped {len(first)}" in done.stdout
     assert _graded(root) == sorted(STUDENTS)
     assert not (root / "autograded" / parallel.STAGING).exists()
