@@ -55,7 +55,7 @@ class _Warm:
 
     def __init__(self, limits, require_isolation, preload):
         self.limits, self.require_isolation = limits, require_isolation
-        self.scratch, work, self.log = session.runner_dirs()
+        self.directory, work, self.log = session.runner_dirs()
         self.proc = None
         try:
             argv, readonly = session.runner_command()
@@ -93,7 +93,7 @@ class _Warm:
             session.stop_runner(self.proc)
             self.proc = None
         self.log.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class RunnerPool:
@@ -138,7 +138,7 @@ class RunnerPool:
             self.missed += 1
             return None
         self.handed += 1
-        return session.HandedRunner(spare.proc, spare.replies, spare.scratch, spare.log)
+        return session.HandedRunner(spare.proc, spare.replies, spare.directory, spare.log)
 
     def close(self):
         spare, self._spare = self._spare, None

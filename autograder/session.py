@@ -55,7 +55,7 @@ class HandedRunner:
 
     proc: subprocess.Popen  # or a forkserver.ForkedRunner
     replies: queue.Queue  # filled by a `StudentSession._read_replies` thread
-    scratch: str  # the `runner_dirs` top directory (removed by the session), or None
+    directory: str  # its `runner_dirs` top directory (removed by the session), or None
     log: object  # its open runner.log file (closed by the session)
 
 
@@ -139,7 +139,7 @@ class StudentSession:
         self.started = time.monotonic()
         self.executed = 0  # cells run so far (prefix of self.cells)
         self.proc = None
-        self.scratch = None
+        self.directory = None  # the runner's own `runner_dirs` top, removed with it
         self.status = sandbox.probe()
 
     # -- process management ------------------------------------------------
@@ -149,9 +149,9 @@ class StudentSession:
     def _spawn(self):
         handed = runner_factory(self) if runner_factory is not None else None
         if handed is not None:
-            self.proc, self._replies, self.scratch, self._log = handed.proc, handed.replies, handed.scratch, handed.log
+            self.proc, self._replies, self.directory, self._log = handed.proc, handed.replies, handed.directory, handed.log
             return
-        self.scratch, work, self._log = runner_dirs()
+        self.directory, work, self._log = runner_dirs()
         argv, readonly = runner_command()
         self.proc = sandbox.sandboxed_popen(
             argv, scratch=work, readonly=readonly,
@@ -188,9 +188,9 @@ class StudentSession:
             stop_runner(self.proc)
             self.proc = None
             self._log.close()
-        if self.scratch:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            self.scratch = None
+        if self.directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self.directory = None
 
     def elapsed(self):
         return round(time.monotonic() - self.started, 3)
