@@ -47,20 +47,19 @@ class _Zygote:
     """One zygote sandbox and the control socket to it."""
 
     def __init__(self, server, limits, require_isolation):
-        self.server, self.limits = server, limits
+        self.server = server
         self.top = tempfile.mkdtemp(prefix="sdpa-zygote-")
-        self.scratch = os.path.join(self.top, "scratch")
-        os.mkdir(self.scratch)
+        scratch = os.path.join(self.top, "scratch")
+        os.mkdir(scratch)
         self.log = open(os.path.join(self.top, "zygote.log"), "wb")
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = None
         self.out = None  # the ForkedRunner currently out, if any
         self.cpu = 0.0
-        self.forks = 0
         try:
             _, readonly = session.runner_command()
             self.proc = sandbox.sandboxed_popen(
-                [sys.executable, "-I", str(ZYGOTE)], scratch=self.scratch, readonly=readonly + [ZYGOTE],
+                [sys.executable, "-I", str(ZYGOTE)], scratch=scratch, readonly=readonly + [ZYGOTE],
                 limits=limits, require_isolation=require_isolation,
                 stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=self.log)
         except BaseException:
@@ -96,10 +95,8 @@ class _Zygote:
     def fork(self, timeout):
         """A new runner process, ready for its first request."""
         nonce = secrets.token_hex(8)
-        # The runner's stderr; unlinked at once, as a fresh runner's log goes with its directory.
-        log_path = os.path.join(self.top, f"runner-{self.forks}.log")
-        log_file = open(log_path, "wb")
-        os.unlink(log_path)
+        # The runner's stderr: a nameless file, as a fresh runner's log goes with its directory.
+        log_file = tempfile.TemporaryFile(dir=self.top)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         try:
@@ -113,7 +110,6 @@ class _Zygote:
         finally:
             os.close(in_r)  # the zygote has its own copies now
             os.close(out_w)
-        self.forks += 1
         runner = ForkedRunner(self, os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb"), log_file)
         self.out = runner
         msg = self._receive(timeout, nonce)
@@ -147,15 +143,9 @@ class _Zygote:
 class ForkedRunner:
     """What a session holds as its runner `proc`: pipes to one forked child."""
 
-    args = ["sandbox_zygote fork"]
-
     def __init__(self, zygote, stdin, stdout, log_file):
         self.zygote, self.stdin, self.stdout, self.log = zygote, stdin, stdout, log_file
-        self.pid = None  # in the sandbox's pid namespace
-        self.returncode = None
-
-    def poll(self):
-        return self.returncode
+        self.stopped = False
 
     def stop(self):
         """`session.stop_runner`: end this runner; the zygote resets its sandbox (or is discarded).
@@ -163,8 +153,8 @@ class ForkedRunner:
         The pipes are closed only after that: the runner is dead by then, so the
         session's reader thread has seen EOF and does not hold the pipe's lock.
         """
-        if self.returncode is None:
-            self.returncode = -9
+        if not self.stopped:
+            self.stopped = True
             if self.zygote.out is self:
                 self.zygote.server._after_runner(self.zygote)
         for pipe in (self.stdin, self.stdout):
@@ -231,7 +221,7 @@ class ForkServer:
             replies = queue.Queue()
             threading.Thread(target=session.StudentSession._read_replies, args=(runner.stdout, replies),
                              daemon=True).start()
-            runner.pid = _wait_for_ready(replies, self.start_timeout)
+            _wait_for_ready(replies, self.start_timeout)
         except ZygoteError as exc:
             self._discard(str(exc))
             if runner is not None:
@@ -258,7 +248,7 @@ class ForkServer:
 
 
 def _wait_for_ready(replies, timeout):
-    """The runner's pid (in the sandbox), from its "ready" message."""
+    """Consume the runner's "ready" message; ZygoteError if it does not come."""
     try:
         reply = replies.get(timeout=timeout)
     except queue.Empty:
@@ -266,7 +256,6 @@ def _wait_for_ready(replies, timeout):
     header = reply[0] if isinstance(reply, tuple) else None
     if not (isinstance(header, dict) and header.get("status") == "ready"):
         raise ZygoteError(f"the forked runner did not start: {reply}")
-    return header.get("pid")
 
 
 # Make new sessions in this process take their runners from one, or stop that.

@@ -144,18 +144,26 @@ def snapshot():
     return taken
 
 
-def _walk(top, dev):
-    """(relative path, lstat) of everything under `top` on device `dev`, parents first."""
+def _walk(top, dev, unlock=False):
+    """(relative path, lstat) of everything under `top` on device `dev`, parents first.
+
+    A directory is entered only if it is still there once the caller has seen
+    it (so the caller may remove it); `unlock` first opens locked ones.
+    """
     stack = [""]
     while stack:
         rel = stack.pop()
-        for name in sorted(os.listdir(os.path.join(top, rel))):
+        path = os.path.join(top, rel)
+        if unlock and rel:
+            _unlock(path)
+        for name in sorted(os.listdir(path)):
             child = os.path.join(rel, name)
-            info = os.lstat(os.path.join(top, child))
+            child_path = os.path.join(top, child)
+            info = os.lstat(child_path)
             if info.st_dev != dev:
                 continue
             yield child, info
-            if stat.S_ISDIR(info.st_mode):
+            if stat.S_ISDIR(info.st_mode) and os.path.isdir(child_path) and not os.path.islink(child_path):
                 stack.append(child)
 
 
@@ -181,24 +189,12 @@ def _remove(path):
 
 def _sync(top, entries):
     """Make `top` hold what `entries` says again: remove the rest, rewrite what changed."""
-    dev = os.lstat(top).st_dev
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        path = os.path.join(top, rel)
-        if rel:
-            _unlock(path)
-        for name in os.listdir(path):
-            child = os.path.join(rel, name)
-            child_path = os.path.join(top, child)
-            info = os.lstat(child_path)
-            if info.st_dev != dev:
-                continue
-            want = entries.get(child)
-            if want is not None and want[1] is None and stat.S_ISDIR(info.st_mode):
-                stack.append(child)
-            elif want is None or not isinstance(want[1], bytes) or not stat.S_ISREG(info.st_mode):
-                _remove(child_path)  # new, or of another kind than before (warm-up makes no symlinks)
+    for rel, info in _walk(top, os.lstat(top).st_dev, unlock=True):
+        want = entries.get(rel)
+        kept = want is not None and (stat.S_ISDIR(info.st_mode) if want[1] is None else
+                                     isinstance(want[1], bytes) and stat.S_ISREG(info.st_mode))
+        if not kept:
+            _remove(os.path.join(top, rel))  # new, or of another kind than before (warm-up makes no symlinks)
     for rel, (mode, data) in sorted(entries.items()):  # parents before children
         path = os.path.join(top, rel)
         if data is None:
