@@ -7,8 +7,11 @@ the sessions ask for -- and, as ``session.runner_factory``, hands each
 session a runner forked from it: a new process that never ran anyone's
 code, on new pipes.  Between two runners the zygote resets its sandbox
 (kills every other process, removes IPC objects, restores scratch and
-/tmp) and must answer "clean" with our nonce; if it does not, in time, the
-whole sandbox is killed and the next runner comes from a new zygote.
+/tmp, checks that its own process is as it was after warm-up) and must
+answer "clean" with our nonce; if it does not, in time, or refuses a fork,
+the whole sandbox is killed and the next runner comes from a new zygote.
+As root, each runner runs under a uid of its own, so it cannot change the
+zygote that later runners inherit from (``sandbox_zygote.py``).
 
 Only one runner is out at a time: a session that asks while another one
 still holds a runner gets None and starts its own fresh runner, so two
@@ -56,11 +59,14 @@ class _Zygote:
         self.proc = None
         self.out = None  # the ForkedRunner currently out, if any
         self.cpu = 0.0
+        self.init_pid = self.zygote_pid = None  # host pids, known once the zygote is ready
         try:
             _, readonly = session.runner_command()
+            # The runners' RLIMIT_NPROC and the range of their uids (root mode).
+            numbers = (limits.max_processes, sandbox._UID_BASE, sandbox._UID_SPAN)
             self.proc = sandbox.sandboxed_popen(
-                [sys.executable, "-I", str(ZYGOTE)], scratch=scratch, readonly=readonly + [ZYGOTE],
-                limits=limits, require_isolation=require_isolation,
+                [sys.executable, "-I", str(ZYGOTE), *map(str, numbers)], scratch=scratch,
+                readonly=readonly + [ZYGOTE], limits=limits, require_isolation=require_isolation, zygote=True,
                 stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=self.log)
         except BaseException:
             self.discard()
@@ -91,6 +97,12 @@ class _Zygote:
             if msg.get("op") != "ready":
                 raise ZygoteError(f"the zygote did not start: {msg}")
             self.cpu, self.ready = float(msg.get("cpu", 0.0)), True
+            # Host pids of bwrap's init and of the zygote (its only child now): the
+            # runner forked next is init's other child, which a session watches.
+            inits = sandbox.children(self.proc.pid)
+            self.init_pid = inits[0] if len(inits) == 1 else None
+            kids = sandbox.children(self.init_pid) if self.init_pid else []
+            self.zygote_pid = kids[0] if len(kids) == 1 else None
 
     def fork(self, timeout):
         """A new runner process, ready for its first request."""
@@ -115,6 +127,9 @@ class _Zygote:
         msg = self._receive(timeout, nonce)
         if msg.get("op") != "forked":
             raise ZygoteError(f"the zygote did not fork: {msg}")
+        if self.init_pid and self.zygote_pid:
+            others = [p for p in sandbox.children(self.init_pid) if p != self.zygote_pid]
+            runner.host_pid = others[0] if len(others) == 1 else None
         return runner
 
     def reset(self, timeout):
@@ -146,6 +161,7 @@ class ForkedRunner:
     def __init__(self, zygote, stdin, stdout, log_file):
         self.zygote, self.stdin, self.stdout, self.log = zygote, stdin, stdout, log_file
         self.stopped = False
+        self.host_pid = None  # for `session`: whether the runner stopped itself
 
     def stop(self):
         """`session.stop_runner`: end this runner; the zygote resets its sandbox (or is discarded).
@@ -218,8 +234,8 @@ class ForkServer:
         try:
             zygote.wait_ready(self.start_timeout)
             runner = zygote.fork(self.reply_timeout)
-            replies = queue.Queue()
-            threading.Thread(target=session.StudentSession._read_replies, args=(runner.stdout, replies),
+            replies = session.reply_queue()
+            threading.Thread(target=session.read_replies, args=(runner.stdout, replies),
                              daemon=True).start()
             _wait_for_ready(replies, self.start_timeout)
         except ZygoteError as exc:

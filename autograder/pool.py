@@ -63,8 +63,8 @@ class _Warm:
                 argv, scratch=work, readonly=readonly, limits=limits,
                 require_isolation=require_isolation,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
-            self.replies = queue.Queue()
-            threading.Thread(target=session.StudentSession._read_replies, args=(self.proc.stdout, self.replies),
+            self.replies = session.reply_queue()
+            threading.Thread(target=session.read_replies, args=(self.proc.stdout, self.replies),
                              daemon=True).start()
             # Queued behind the runner's "ready": it runs as soon as IPython is up.
             self.request_id = "preload-" + secrets.token_hex(8)

@@ -15,7 +15,13 @@ by signal N shows up as returncode 128+N under bwrap (-N in the fallback).
 Limits are applied by a tiny trusted shim (`_SHIM`, run with the host
 interpreter as the sandbox's first process) right before it execs the
 command, not in a `preexec_fn` (which is unsafe in threaded callers and,
-for RLIMIT_NPROC, applied in the wrong place, see below).
+for RLIMIT_NPROC, applied in the wrong place, see below).  The shim also
+installs a seccomp filter (in the fallback too) that makes the kernel
+keyring (add_key, request_key, keyctl) and POSIX message queues (mq_*) fail
+with EPERM: a key outlives the sandbox in the host kernel, a queue outlives
+a runner in a shared sandbox, and no course code needs either.  Calls of
+another ABI (i386, x32) are refused too; on an architecture without a
+table (not x86_64 or aarch64) it only warns.
 
 Process-count limit -- what was measured (Linux 6.18, bwrap 0.8.0):
 
@@ -34,6 +40,10 @@ Process-count limit -- what was measured (Linux 6.18, bwrap 0.8.0):
   that uid, the limit counts exactly this sandbox's tasks.  Consequences:
   `scratch` is chown'ed (recursively) to that uid, and `readonly` paths must
   be world-readable.  Nested user namespaces cannot be disabled in this mode.
+  A zygote (`zygote=True`, ``sandbox_zygote.py``) instead stays uid 0 with
+  `ZYGOTE_CAPS` only, so that it can give each runner it forks a uid of its
+  own: a runner then cannot touch the zygote's process (rlimits, priority,
+  scheduling, affinity, signals), and RLIMIT_NPROC counts that runner alone.
 * Used as a normal user: bwrap in an unprivileged user namespace
   (`--disable-userns` when supported); the shim sets RLIMIT_NPROC inside it.
   Since Linux 5.14 the count is kept per user namespace, so the user's other
@@ -100,9 +110,13 @@ _FIX = (
     "(sysctl kernel.unprivileged_userns_clone=1 user.max_user_namespaces=10000; "
     "on Ubuntu >= 23.10 also kernel.apparmor_restrict_unprivileged_userns=0)"
 )
-# Random per-sandbox uids when running as root (see module docstring).
+# Random per-sandbox uids when running as root (see module docstring); a
+# zygote draws its runners' uids from the same range.
 _UID_BASE = 0x5A000000
 _UID_SPAN = 1 << 20
+# What a zygote keeps as root (no setuid): switching each runner to a uid of
+# its own, killing its processes, restoring the files it changed or locked.
+ZYGOTE_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE")
 _SHM_BYTES = 64 * 2**20  # private /dev/shm (POSIX semaphores, torch tensor sharing)
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = (
@@ -115,12 +129,43 @@ _RESERVED = frozenset({"args", "cwd", "preexec_fn", "user", "group", "extra_grou
 
 # Runs first inside the sandbox (trusted); argv: cwd uid as cpu nproc fsize cmd...
 # It chdirs itself: as root, bwrap has dropped CAP_DAC_OVERRIDE and could not
-# enter a scratch dir of mode 0700 owned by the sandbox uid.
+# enter a scratch dir of mode 0700 owned by the sandbox uid.  uid -1: keep
+# the uid (a zygote in root mode, or no root at all).
 _SHIM = """\
-import os, resource as r, sys
+import ctypes, os, resource as r, struct, sys
 uid, mem, cpu, nproc, fsize = map(int, sys.argv[2:7])
+libc = ctypes.CDLL(None, use_errno=True)
+def seccomp():
+    # Keys (add_key, request_key, keyctl) outlive the sandbox, POSIX message
+    # queues (mq_*) outlive a runner: refuse them with EPERM, allow the rest.
+    arch, nrs = {"x86_64": (0xC000003E, (248, 249, 250, 240, 241, 242, 243, 244, 245)),
+                 "aarch64": (0xC00000B7, (217, 218, 219, 180, 181, 182, 183, 184, 185)),
+                 }.get(os.uname().machine if sys.maxsize > 2**32 else "", (0, ()))
+    if not arch:
+        sys.stderr.write("sandbox: WARNING: no syscall filter for this architecture\\n")
+        return
+    deny, allow, n = 0x00050000 | 1, 0x7FFF0000, len(nrs)  # SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_ALLOW
+    prog = [(0x20, 0, 0, 4),                 # A = seccomp_data.arch
+            (0x15, 1, 0, arch),              # our ABI? then skip the next
+            (0x06, 0, 0, deny),              # another ABI (i386 via int 0x80): refuse everything
+            (0x20, 0, 0, 0),                 # A = seccomp_data.nr
+            (0x35, n + 1, 0, 0x40000000)]    # x32 numbers (bit 30): refuse
+    prog += [(0x15, n - i, 0, nr) for i, nr in enumerate(nrs)]  # a listed one: jump to the deny
+    prog += [(0x06, 0, 0, allow), (0x06, 0, 0, deny)]
+    code = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *ins) for ins in prog))
+    fprog = struct.pack("HxxxxxxP", len(prog), ctypes.addressof(code))  # struct sock_fprog
+    ul = ctypes.c_ulong
+    if (libc.prctl(38, ul(1), ul(0), ul(0), ul(0))  # PR_SET_NO_NEW_PRIVS (bwrap sets it too)
+            or libc.prctl(22, ul(2), ctypes.c_char_p(fprog), ul(0), ul(0))):  # PR_SET_SECCOMP, FILTER
+        err = os.strerror(ctypes.get_errno())
+        sys.stderr.write(f"sandbox: WARNING: cannot install the syscall filter: {err}\\n")
+seccomp()
 if uid >= 0:
     os.setgroups([]); os.setgid(uid); os.setuid(uid)
+    caps = (ctypes.c_uint32 * 8)(0x20080522, 0)  # capget header (v3) + 2 x (eff, prm, inh)
+    libc.capget(caps, ctypes.byref(caps, 8))
+    caps[4] = caps[7] = 0  # the inheritable set too: no capability left anywhere
+    libc.capset(caps, ctypes.byref(caps, 8))
 os.chdir(sys.argv[1])
 os.environ["PWD"] = os.getcwd()  # bwrap set it to its own --chdir
 def lim(res, soft, hard):
@@ -209,12 +254,15 @@ def probe() -> SandboxStatus:
 
 def sandboxed_popen(argv: list[str], *, scratch: os.PathLike, readonly: Sequence[os.PathLike] = (),
                     env: Mapping[str, str] | None = None, limits: Limits = Limits(),
-                    require_isolation: bool = False, **popen_kwargs) -> subprocess.Popen:
+                    require_isolation: bool = False, zygote: bool = False,
+                    **popen_kwargs) -> subprocess.Popen:
     """Start `argv` in the sandbox; popen_kwargs go to subprocess.Popen (stdin defaults to DEVNULL).
 
     `scratch` (an existing host directory) is the read-write cwd and HOME,
     mounted at SCRATCH_MOUNT; `readonly` paths appear read-only at their host
-    paths.  Stop it with `kill_tree`.
+    paths.  Stop it with `kill_tree`.  `zygote`: the process forks runners
+    (``sandbox_zygote.py``); as root it then keeps uid 0 with `ZYGOTE_CAPS`
+    (and scratch is not chown'ed), so that each runner gets a uid of its own.
     """
     reserved = _RESERVED.intersection(popen_kwargs)
     if reserved:
@@ -224,7 +272,7 @@ def sandboxed_popen(argv: list[str], *, scratch: os.PathLike, readonly: Sequence
         raise NotADirectoryError(f"scratch directory does not exist: {scratch}")
     status = probe()
     if status.isolated:
-        cmd, cwd, home, tmp = _isolated_command(list(argv), scratch, readonly, limits, _bwrap_info())
+        cmd, cwd, home, tmp = _isolated_command(list(argv), scratch, readonly, limits, _bwrap_info(), zygote)
     else:
         message = f"SANDBOX UNAVAILABLE ({status.reason}); {_FIX}"
         if require_isolation:
@@ -245,7 +293,7 @@ def kill_tree(proc: subprocess.Popen, timeout: float = 5.0) -> None:
     Killing the pid namespace's init (bwrap's child) makes the kernel kill
     every process inside; the process group covers the fallback mode.
     """
-    inits = _children(proc.pid) if proc.poll() is None else []
+    inits = children(proc.pid) if proc.poll() is None else []
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -261,18 +309,20 @@ def kill_tree(proc: subprocess.Popen, timeout: float = 5.0) -> None:
         time.sleep(0.005)
 
 
-def _isolated_command(argv, scratch, readonly, limits, info):
+def _isolated_command(argv, scratch, readonly, limits, info, zygote=False):
     """bwrap command line for `argv` and the (cwd, HOME, TMPDIR) it runs with."""
     bwrap, _, options = info
     as_root = _is_real_root()
-    uid = _UID_BASE + secrets.randbelow(_UID_SPAN) if as_root else -1
+    uid = _UID_BASE + secrets.randbelow(_UID_SPAN) if as_root and not zygote else -1
     cmd = [bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-net",
            "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
     if as_root:
-        _chown_tree(scratch, uid)
+        if uid >= 0:
+            _chown_tree(scratch, uid)
         for path in readonly:
             _require_world_readable(os.fspath(path))
-        cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        for cap in ZYGOTE_CAPS if zygote else ("CAP_SETUID", "CAP_SETGID"):
+            cmd += ["--cap-add", cap]
     else:
         cmd += ["--unshare-user"] + (["--disable-userns"] if "--disable-userns" in options else [])
 
@@ -398,7 +448,8 @@ def _task_count(uid):
     return count
 
 
-def _children(pid):
+def children(pid: int) -> list[int]:
+    """Host pids whose parent is `pid`."""
     found = []
     for name in os.listdir("/proc"):
         try:
@@ -417,3 +468,26 @@ def _alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return False
+
+
+def process_state(pid: int) -> str:
+    """The one-letter state of a host process ('R', 'S', 'T' stopped, 'Z'...), '' if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def runner_pid(proc: subprocess.Popen) -> int | None:
+    """Host pid of the program a just-started sandbox runs (below bwrap and its init), or None.
+
+    Call it before untrusted code runs: it follows the only child down from `proc`.
+    """
+    pid = proc.pid
+    for _ in range(3):
+        kids = children(pid)
+        if len(kids) != 1:
+            break
+        pid = kids[0]
+    return pid if process_state(pid) else None

@@ -8,6 +8,7 @@ runs; the student's own prints go to captured cell outputs instead.
 Nothing here decides a grade: it only reports what the student's code did.
 """
 import os
+import re
 import sys
 import time
 import traceback
@@ -18,24 +19,29 @@ import wire  # noqa: E402
 MAX_STREAM_CHARS_PER_CELL = 20_000
 MAX_DISPLAY_BYTES_PER_CELL = 2 * 2**20
 
-# Public entry points that grading forbids inside student functions.  Each is
-# replaced by a tripwire while checks run; aten-level kernels catch aliases.
-FORBIDDEN_PY = (  # (module, class or None, attribute)
-    ("torch", None, "softmax"), ("torch", None, "log_softmax"),
-    ("torch", "Tensor", "softmax"), ("torch", "Tensor", "log_softmax"),
-    ("torch.nn.functional", None, "softmax"), ("torch.nn.functional", None, "log_softmax"),
-    ("torch.nn.functional", None, "softmin"), ("torch.special", None, "softmax"),
-    ("torch.special", None, "log_softmax"),
-    ("torch.nn.functional", None, "scaled_dot_product_attention"),
-    ("torch.nn.functional", None, "multi_head_attention_forward"),
-    ("torch.nn", "MultiheadAttention", "forward"), ("torch.nn", "Softmax", "forward"),
-)
-FORBIDDEN_ATEN = ("_softmax", "_log_softmax", "_safe_softmax",
-                  "_scaled_dot_product_flash_attention_for_cpu",
-                  "_scaled_dot_product_efficient_attention",
-                  "_scaled_dot_product_flash_attention",
-                  "_scaled_dot_product_cudnn_attention",
-                  "_fused_sdp_choice")
+# Built-in softmax and attention, forbidden inside student functions while
+# checks run.  The set is derived at start-up, not listed by hand: every op in
+# the dispatcher's registry and every function or module class of the torch
+# namespaces below whose name matches the family (aliases, private kernels,
+# overloads and Python references included).  This tripwire lives in the
+# student's process, so it is only a second layer: the trusted grader also
+# scans the student's code (``static_scan.py``).
+FAMILY = re.compile(r"(?i)(soft(max|min)|scaled_dot_product|_fused_sdp|flash_attention|efficient_attention|"
+                    r"cudnn_attention|multi_?head_?attention|flex_attention|transformer_encoder_layer|_transformer|"
+                    r"sdpa)")
+PY_NAMESPACES = ("torch", "torch.Tensor", "torch.nn.functional", "torch.special", "torch.sparse", "torch.masked",
+                 "torch.nested", "torch._refs", "torch._refs.nn.functional", "torch._refs.special",
+                 "torch._decomp.decompositions", "torch.nn", "torch.nn.attention",
+                 "torch.nn.attention.flex_attention")
+KERNEL_KEYS = ("CPU", "CUDA", "Meta", "SparseCPU", "SparseCUDA", "NestedTensorCPU", "CompositeImplicitAutograd",
+               "CompositeExplicitAutograd")
+
+
+def forbidden_ops():
+    """Qualified names ("aten::_softmax", "aten::softmax.int", ...) of every registered op in the family."""
+    import torch
+
+    return sorted(name for name in torch._C._dispatch_get_all_op_names() if FAMILY.search(name.split("::")[-1]))
 
 
 class ForbiddenAPIError(RuntimeError):
@@ -76,7 +82,7 @@ class Runner:
 
             def _showtraceback(self, etype, evalue, stb):
                 runner._add_output({"output_type": "error", "ename": etype.__name__,
-                                    "evalue": wire._short(evalue), "traceback": stb[-40:]})
+                                    "evalue": wire.short(evalue), "traceback": stb[-40:]})
 
             def ask_exit(self):
                 runner._stream("stderr", "exit() 在评分时被忽略。\n")
@@ -174,8 +180,9 @@ class Runner:
                 raise
             status = "raised"
             tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-            extra = {"ename": type(exc).__name__, "evalue": wire._short(exc),
-                     "traceback": wire._short("".join(tb[-6:]))}
+            extra = {"ename": type(exc).__name__, "evalue": wire.short(exc),
+                     "exception_names": wire.exception_names(exc),
+                     "traceback": wire.short("".join(tb[-6:]))}
             value = None
         finally:
             self.blocking = False
@@ -206,48 +213,58 @@ class Runner:
     # -- forbidden APIs ----------------------------------------------------
     def install_tripwires(self):
         """Replace forbidden entry points by functions that record and raise."""
+        import functools
         import importlib
+        import warnings
 
         import torch
 
         runner = self
 
         def tripwire(name, original):
+            # wraps(): torch looks some of these up again through `__wrapped__` and friends.
+            @functools.wraps(original)
             def guarded(*args, **kwargs):
                 if runner.blocking:
                     runner.forbidden_used.append(name)
                     raise ForbiddenAPIError(f"评分时禁止使用 {name}：请自己实现这一步。")
                 return original(*args, **kwargs)
-            guarded.__name__ = getattr(original, "__name__", "guarded")
-            guarded.__doc__ = getattr(original, "__doc__", None)
             return guarded
 
-        for module_path, class_name, attr in FORBIDDEN_PY:
+        for path in PY_NAMESPACES:
+            owner_path, _, last = path.rpartition(".")
             try:
-                owner = importlib.import_module(module_path)
-                if class_name:
-                    owner = getattr(owner, class_name)
-            except Exception:  # noqa: BLE001 - an API missing in this torch is fine
+                owner = importlib.import_module(path) if path != "torch.Tensor" else torch.Tensor
+            except Exception:  # noqa: BLE001 - a namespace missing in this torch is fine
                 continue
-            if hasattr(owner, attr):
-                label = ".".join(p for p in (module_path, class_name, attr) if p)
-                setattr(owner, attr, tripwire(label, getattr(owner, attr)))
-
-        self._aten_library = torch.library.Library("aten", "IMPL")  # noqa: SLF001 - kept alive
+            for attr in [a for a in dir(owner) if FAMILY.search(a)]:
+                value = getattr(owner, attr, None)
+                if isinstance(value, type) and issubclass(value, torch.nn.Module):
+                    if "forward" in vars(value):
+                        value.forward = tripwire(f"{path}.{attr}", value.forward)
+                elif callable(value) and not isinstance(value, type):
+                    try:
+                        setattr(owner, attr, tripwire(f"{path}.{attr}", value))
+                    except (AttributeError, TypeError):
+                        pass
 
         def aten_tripwire(op_name):
             def kernel(*args, **kwargs):
-                runner.forbidden_used.append(f"aten::{op_name}")
-                raise ForbiddenAPIError(f"评分时禁止使用内置 softmax/注意力（aten::{op_name}）。")
+                runner.forbidden_used.append(op_name)
+                raise ForbiddenAPIError(f"评分时禁止使用内置 softmax/注意力（{op_name}）。")
             return kernel
 
-        import warnings
+        self._libraries = {}  # kept alive: destroying a Library removes its kernels
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for op_name in FORBIDDEN_ATEN:
-                for key in ("CPU", "CUDA", "Meta"):
+            for qualified in forbidden_ops():
+                namespace, name = qualified.split("::", 1)
+                library = self._libraries.get(namespace)
+                if library is None:
+                    library = self._libraries[namespace] = torch.library.Library(namespace, "IMPL")
+                for key in KERNEL_KEYS:
                     try:
-                        self._aten_library.impl(op_name, aten_tripwire(op_name), key)
+                        library.impl(name, aten_tripwire(qualified), key)
                     except Exception:  # noqa: BLE001 - op or key absent in this build
                         pass
 

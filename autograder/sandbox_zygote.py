@@ -16,12 +16,23 @@ One student at a time, and nothing of one student reaches the next:
   read or write its memory, or open its descriptors through /proc.  The
   child closes the control socket at once, so it cannot talk to the grader
   in the zygote's name; replies carry the grader's nonce anyway.
+* As root (``sandbox.ZYGOTE_CAPS``), each child hands the writable places
+  to a new random uid, drops to it (no capability left, checked) and sets
+  RLIMIT_NPROC for it, before any student code runs: a runner cannot
+  signal, prlimit, renice, reschedule or pin the zygote, and its fork bomb
+  counts only its own tasks.  Without root all share one uid, hence:
+* The zygote records its own process state after warm-up (rlimits, nice,
+  scheduling, affinity, I/O priority, oom_score_adj, ids, capabilities)
+  and before each fork and in each reset puts back what it may and compares;
+  a difference means "dirty" (or a refused fork), and the grader throws the
+  sandbox away rather than hand a runner a changed inheritance.
 * ``reset`` (after every runner, and before a replay) kills every process
   in the sandbox's pid namespace but bwrap's init and the zygote, removes
   System V IPC objects, and restores scratch (the cwd and HOME), /tmp and
-  /dev/shm to what they held after warm-up.  It replies "clean" only when
-  it has checked all of that; otherwise the grader throws the whole sandbox
-  away.
+  /dev/shm -- their contents and each top's own mode and owner -- to what
+  they held after warm-up.  It replies "clean" only when it has checked all
+  of that; otherwise the grader throws the whole sandbox away.  Keys and
+  POSIX message queues need no reset: the syscall filter refuses them.
 * The child looks like a fresh runner: its parent is bwrap's init (the
   zygote forks twice), the session and process group of bwrap's init, fresh seeds for
   the global RNGs of Python, numpy and torch (a fresh process seeds each
@@ -36,13 +47,14 @@ Control messages (SOCK_SEQPACKET on fd 0, one JSON object each)::
     grader -> zygote   {"op": "fork", "nonce": N}  + fds (stdin, stdout, stderr)
                        {"op": "reset", "nonce": N}
     zygote -> grader   {"op": "ready", "cpu": s}   once warmed up
-                       {"op": "forked", "nonce": N}
+                       {"op": "forked", "nonce": N} | {"op": "dirty", ...} (fork refused)
                        {"op": "clean", "nonce": N, "cpu": s} | {"op": "dirty", "nonce": N, "detail": "..."}
 """
 import ctypes
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -55,6 +67,7 @@ import sandbox_runner  # noqa: E402
 
 RUNNER_PATH = os.path.abspath(sandbox_runner.__file__)
 PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
+CAP_SETUID = 7
 IPC_RMID = 0
 SNAPSHOT_MAX_BYTES = 16 * 2**20
 KILL_SECONDS = 5.0
@@ -81,7 +94,7 @@ def warm_up():
     from matplotlib.figure import Figure
 
     taken, environment = snapshot(), dict(os.environ)
-    odd = [rel for entries in taken.values() for rel, (_, data) in entries.items() if data == "other"]
+    odd = [rel for entries in taken.values() for rel, entry in entries.items() if entry[1] == "other"]
     if odd:
         raise RuntimeError(f"cannot snapshot links or special files in scratch or /tmp: {odd[:3]}")
     with warnings.catch_warnings():
@@ -119,25 +132,27 @@ def writable_places():
 
 
 def snapshot():
-    """{top: {relative path: (mode, bytes, or None for a directory)}} of the writable places.
+    """{top: {relative path: (mode, bytes or None for a directory, uid, gid)}} of the writable places.
 
+    The top itself is the entry "" (a runner may chmod its scratch dir).
     Only the place's own filesystem counts: read-only binds inside it (the
     grader's files under /tmp, say) are not the runner's to change.
     """
     taken, total = {}, 0
     for top in writable_places():
-        entries, dev = {}, os.lstat(top).st_dev
+        info = os.lstat(top)
+        entries, dev = {"": (stat.S_IMODE(info.st_mode), None, info.st_uid, info.st_gid)}, info.st_dev
         for rel, info in _walk(top, dev):
-            path = os.path.join(top, rel)
+            path, owner = os.path.join(top, rel), (info.st_uid, info.st_gid)
             if stat.S_ISDIR(info.st_mode):
-                entries[rel] = (stat.S_IMODE(info.st_mode), None)
+                entries[rel] = (stat.S_IMODE(info.st_mode), None, *owner)
             elif stat.S_ISREG(info.st_mode):
                 with open(path, "rb") as f:
                     data = f.read()
                 total += len(data)
-                entries[rel] = (stat.S_IMODE(info.st_mode), data)
+                entries[rel] = (stat.S_IMODE(info.st_mode), data, *owner)
             else:  # a symlink, fifo...: recorded by kind, so that a restore notices it
-                entries[rel] = (stat.S_IFMT(info.st_mode), "other")
+                entries[rel] = (stat.S_IFMT(info.st_mode), "other", *owner)
         taken[top] = entries
     if total > SNAPSHOT_MAX_BYTES:
         raise RuntimeError(f"warm-up left {total} bytes in scratch and /tmp")
@@ -187,15 +202,28 @@ def _remove(path):
         os.unlink(path)
 
 
+def _own(path, mode, uid, gid):
+    """Give `path` its recorded owner, then its mode (a chown may clear set-id bits)."""
+    info = os.lstat(path)
+    if (info.st_uid, info.st_gid) != (uid, gid):
+        os.lchown(path, uid, gid)
+        info = os.lstat(path)
+    if stat.S_IMODE(info.st_mode) != mode:
+        os.chmod(path, mode)
+
+
 def _sync(top, entries):
     """Make `top` hold what `entries` says again: remove the rest, rewrite what changed."""
+    _own(top, *entries[""][:1], *entries[""][2:])  # first: the runner may have locked the top itself
     for rel, info in _walk(top, os.lstat(top).st_dev, unlock=True):
         want = entries.get(rel)
         kept = want is not None and (stat.S_ISDIR(info.st_mode) if want[1] is None else
                                      isinstance(want[1], bytes) and stat.S_ISREG(info.st_mode))
         if not kept:
             _remove(os.path.join(top, rel))  # new, or of another kind than before (warm-up makes no symlinks)
-    for rel, (mode, data) in sorted(entries.items()):  # parents before children
+    for rel, (mode, data, uid, gid) in sorted(entries.items()):  # parents before children
+        if not rel:
+            continue
         path = os.path.join(top, rel)
         if data is None:
             if not os.path.lexists(path):
@@ -210,8 +238,7 @@ def _sync(top, entries):
                     f.write(data)
         else:
             continue
-        if stat.S_IMODE(os.lstat(path).st_mode) != mode:
-            os.chmod(path, mode)
+        _own(path, mode, uid, gid)
 
 
 def restore(taken):
@@ -270,34 +297,159 @@ def kill_others():
 
 
 def remove_ipc():
-    """Delete System V shared memory, semaphores and message queues; '' if none is left."""
+    """Delete System V shared memory, semaphores and message queues; '' if none is left.
+
+    Only an object's owner (or CAP_SYS_ADMIN, which the zygote lacks) may
+    remove it: as root the zygote takes the runner's uid as effective uid
+    for that.  (POSIX message queues and keys are refused by the syscall
+    filter of ``sandbox.py``, so there are none to remove.)
+    """
     removers = {"shm": lambda i: _libc.shmctl(i, IPC_RMID, None),
                 "sem": lambda i: _libc.semctl(i, 0, IPC_RMID),
                 "msg": lambda i: _libc.msgctl(i, IPC_RMID, None)}
     for kind, remove in removers.items():
-        for ident in _ipc_ids(kind):
-            remove(ident)
+        for ident, owner in _ipc_ids(kind):
+            me = os.geteuid()
+            if owner == me or me != 0:
+                remove(ident)
+                continue
+            os.seteuid(owner)  # permitted capabilities stay (real and saved uid are 0)
+            try:
+                remove(ident)
+            finally:
+                os.seteuid(me)
         if _ipc_ids(kind):
             return f"System V {kind} objects remain"
     return ""
 
 
 def _ipc_ids(kind):
+    """[(id, owner uid)] of the System V objects of `kind` in this IPC namespace."""
     try:
         with open(f"/proc/sysvipc/{kind}") as f:
-            return [int(line.split()[1]) for line in f.read().splitlines()[1:] if line.strip()]
+            header, *rows = f.read().splitlines()
     except OSError:
         return []
+    column = header.split().index("uid")
+    return [(int(row.split()[1]), int(row.split()[column])) for row in rows if row.strip()]
+
+
+# -- what the runners inherit from the zygote's process -------------------------
+
+_STATUS_KEYS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
+                "NoNewPrivs", "Seccomp", "Seccomp_filters")
+_SYSCALLS = {"x86_64": {"ioprio_set": 251, "ioprio_get": 252, "sched_getattr": 315},
+             "aarch64": {"ioprio_set": 30, "ioprio_get": 31, "sched_getattr": 275}}.get(os.uname().machine, {})
+IOPRIO_WHO_PROCESS = 1
+
+
+def _status():
+    with open("/proc/self/status") as f:
+        fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+    return {key: fields[key].strip() for key in _STATUS_KEYS if key in fields}
+
+
+def process_state():
+    """Everything of the zygote's process that its runners inherit and a runner of the same uid could change.
+
+    (A runner could call prlimit, setpriority, sched_setscheduler,
+    sched_setaffinity, ioprio_set or write /proc/2/oom_score_adj on the
+    zygote, and every later runner would inherit it.)
+    """
+    state = {"rlimits": {name: resource.getrlimit(getattr(resource, name))
+                         for name in sorted(dir(resource)) if name.startswith("RLIMIT_")},
+             "nice": os.getpriority(os.PRIO_PROCESS, 0),
+             "scheduler": (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority),
+             "affinity": sorted(os.sched_getaffinity(0)),
+             "ids": (os.getresuid(), os.getresgid(), os.getgroups()),
+             "status": _status(), "dumpable": _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)}
+    with open("/proc/self/oom_score_adj") as f:
+        state["oom_score_adj"] = int(f.read())
+    if "ioprio_get" in _SYSCALLS:
+        state["ioprio"] = _libc.syscall(_SYSCALLS["ioprio_get"], IOPRIO_WHO_PROCESS, 0)
+    if "sched_getattr" in _SYSCALLS:  # also uclamp and the reset-on-fork flag
+        attr = ctypes.create_string_buffer(56)
+        if _libc.syscall(_SYSCALLS["sched_getattr"], 0, attr, 56, 0) == 0:
+            state["sched_attr"] = attr.raw.hex()
+    return state
+
+
+def check_state(want):
+    """Put back what may be put back of the recorded `process_state`, then compare; '' if equal."""
+    def attempt(fn, *args):
+        try:
+            fn(*args)
+        except OSError:
+            pass  # raising a limit back needs privileges the zygote lacks: the comparison says so
+
+    for name, limits in want["rlimits"].items():
+        if resource.getrlimit(getattr(resource, name)) != limits:
+            attempt(resource.setrlimit, getattr(resource, name), limits)
+    if os.getpriority(os.PRIO_PROCESS, 0) != want["nice"]:
+        attempt(os.setpriority, os.PRIO_PROCESS, 0, want["nice"])
+    policy, priority = want["scheduler"]
+    if (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) != want["scheduler"]:
+        attempt(os.sched_setscheduler, 0, policy, os.sched_param(priority))
+    if sorted(os.sched_getaffinity(0)) != want["affinity"]:
+        attempt(os.sched_setaffinity, 0, want["affinity"])
+    if "ioprio" in want:
+        _libc.syscall(_SYSCALLS["ioprio_set"], IOPRIO_WHO_PROCESS, 0, want["ioprio"])
+    with open("/proc/self/oom_score_adj") as f:
+        if int(f.read()) != want["oom_score_adj"]:
+            attempt(_write_text, "/proc/self/oom_score_adj", str(want["oom_score_adj"]))
+    try:
+        now = process_state()
+    except OSError as exc:
+        return f"cannot read the zygote's own state: {exc}"
+    changed = sorted(key for key in want if now.get(key) != want[key])
+    return f"the zygote's process was changed: {', '.join(changed)}" if changed else ""
+
+
+def _write_text(path, text):
+    with open(path, "w") as f:
+        f.write(text)
 
 
 # -- the zygote and its children ---------------------------------------------
 
-def become_runner(runner, control, fds, dumpable):
+def switch_uid(uid, taken, nproc, structure):
+    """As root, in the child: hand the writable places to `uid`, become it, drop every capability.
+
+    As in a fresh sandbox, scratch and what the runner's own start-up left in
+    /tmp and /dev/shm belong to the runner; /tmp and /dev/shm themselves, and
+    the directories bwrap made there (`structure`), stay root's.
+    """
+    scratch = os.getcwd()
+    for top, entries in taken.items():
+        made_by_bwrap = structure.get(top, {}) if top != scratch else {}
+        for rel in entries:
+            if top == scratch or (rel and rel not in made_by_bwrap):
+                os.lchown(os.path.join(top, rel) if rel else top, uid, uid)
+    caps = (ctypes.c_uint32 * 8)(0x20080522, 0)  # capget header (v3) + 2 x (eff, prm, inh)
+    if _libc.capget(caps, ctypes.byref(caps, 8)) == 0:
+        caps[4] = caps[7] = 0  # inheritable: empty, as in a fresh runner
+        _libc.capset(caps, ctypes.byref(caps, 8))
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)  # from uid 0 to none: the kernel clears every capability
+    status = _status()
+    if (os.getresuid(), os.getresgid(), os.getgroups()) != ((uid,) * 3, (uid,) * 3, []) or any(
+            int(status.get(key, "1"), 16) for key in ("CapInh", "CapPrm", "CapEff", "CapAmb")):
+        raise RuntimeError(f"the runner kept privileges: {status}")
+    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    if nproc >= 0:
+        nproc = nproc if hard == resource.RLIM_INFINITY else min(nproc, hard)
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))  # now counts this runner's uid alone
+
+
+def become_runner(runner, control, fds, dumpable, uid, taken, nproc, structure):
     """In the forked child: take the grader's pipes and serve as a fresh runner. Never returns."""
     try:
         control.close()
         stdin, stdout, stderr = fds
-        _libc.prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0)
+        if uid is not None:
+            switch_uid(uid, taken, nproc, structure)
+        _libc.prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0)  # after the uid switch, which resets it
         for source, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
             os.dup2(source, target)
             os.close(source)
@@ -310,13 +462,28 @@ def become_runner(runner, control, fds, dumpable):
         os._exit(70)
 
 
-def serve(control):
+def _switches_uids():
+    """Root with CAP_SETUID (root mode, ``sandbox.ZYGOTE_CAPS``): each runner gets a uid of its own."""
+    return os.getuid() == 0 and int(_status().get("CapEff", "0"), 16) & (1 << CAP_SETUID) != 0
+
+
+def _new_uid(uids, last):
+    base, span = uids
+    while True:
+        uid = base + int.from_bytes(os.urandom(4), "little") % span
+        if uid != last:
+            return uid
+
+
+def serve(control, nproc=-1, uids=(0x5A000000, 1 << 20)):
     if not (os.getpid() == 2 and os.getppid() == 1):
         _send(control, {"op": "refused", "detail": "the zygote needs a pid namespace of its own (bwrap)"})
         os._exit(2)
     dumpable = _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    structure = snapshot()  # what bwrap made in /tmp (the grader's mount points): never the runner's
     runner, taken = warm_up()
+    state, switch, uid = process_state(), _switches_uids(), None
     _send(control, {"op": "ready", "cpu": time.process_time()})
     while True:
         try:
@@ -328,11 +495,18 @@ def serve(control):
         msg = json.loads(data)
         op, nonce = msg.get("op"), msg.get("nonce")
         if op == "fork" and len(fds) == 3:
+            problem = check_state(state)
+            if problem:  # refuse: the grader throws this sandbox away
+                for fd in fds:
+                    os.close(fd)
+                _send(control, {"op": "dirty", "nonce": nonce, "detail": problem})
+                continue
+            uid = _new_uid(uids, uid) if switch else None
             middle = os.fork()
             if middle == 0:
                 # Fork twice: the runner's parent becomes bwrap's init (pid 1), as a fresh runner's is.
                 if os.fork() == 0:
-                    become_runner(runner, control, fds, dumpable)
+                    become_runner(runner, control, fds, dumpable, uid, taken, nproc, structure)
                 os._exit(0)
             for fd in fds:
                 os.close(fd)
@@ -342,7 +516,7 @@ def serve(control):
             for fd in fds:
                 os.close(fd)
             problem = "" if kill_others() else "processes survive SIGKILL"
-            problem = problem or remove_ipc() or restore(taken)
+            problem = problem or remove_ipc() or restore(taken) or check_state(state)
             if problem:
                 _send(control, {"op": "dirty", "nonce": nonce, "detail": problem})
             else:
@@ -358,12 +532,17 @@ def _send(control, msg):
 
 
 def main():
+    """argv: [max_processes uid_base uid_span] (``forkserver.py``): the runners' RLIMIT_NPROC and uids."""
     control = socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     os.close(devnull)
-    serve(control)
+    numbers = [int(arg) for arg in sys.argv[1:4]]
+    if len(numbers) == 3:
+        serve(control, numbers[0], tuple(numbers[1:]))
+    else:
+        serve(control)
 
 
 if __name__ == "__main__":

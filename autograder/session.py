@@ -6,10 +6,17 @@ Everything that comes back is plain data (see ``wire.py``).  Hangs, crashes
 and kernel exits cost one bounded timeout each: the runner is restarted,
 earlier cells are replayed, and the offending cell or function is skipped
 from then on, so one infinite loop never zeroes the rest of the notebook.
+
+The runner is an adversary, so every bound is kept on this side: each write
+to it and each wait for it has a wall-clock deadline (a stopped runner uses
+no CPU, so CPU limits never fire), each reply is capped as it is read, the
+queue of unread replies is bounded, and cell outputs are capped again
+before they are stored (``outputs.py``).
 """
 import os
 import queue
 import secrets
+import select
 import shutil
 import subprocess
 import sys
@@ -20,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import sandbox, wire
+from .outputs import OutputBudget
 
 RUNNER = Path(__file__).with_name("sandbox_runner.py")
 WIRE = Path(__file__).with_name("wire.py")
@@ -54,7 +62,7 @@ class HandedRunner:
     """A started, ready runner handed over by `runner_factory`."""
 
     proc: subprocess.Popen  # or a forkserver.ForkedRunner
-    replies: queue.Queue  # filled by a `StudentSession._read_replies` thread
+    replies: queue.Queue  # a `reply_queue()` filled by a `read_replies` thread
     directory: str  # its `runner_dirs` top directory (removed by the session), or None
     log: object  # its open runner.log file (closed by the session)
 
@@ -96,6 +104,7 @@ class CallResult:
     args_after: list = field(default_factory=list)
     forbidden: list = field(default_factory=list)
     ename: str = ""
+    exception_names: list = field(default_factory=list)  # the raised class and its bases
     evalue: str = ""
     traceback: str = ""
     seconds: float = 0.0
@@ -120,6 +129,28 @@ class _RunnerGone(Exception):
     pass
 
 
+# Frames the runner sends that answer no request (student code writing to the
+# protocol pipe): dropped, but a runner that keeps sending them is killed.
+MAX_UNSOLICITED_FRAMES = 32
+REPLY_QUEUE_FRAMES = 4  # replies read ahead of the grader; the runner blocks behind them
+WATCH_SECONDS = 0.2  # how often a wait looks at whether the runner has stopped itself
+
+
+def read_replies(stream, replies):
+    """Reader thread: frames from the runner into `replies`, each capped as it is read."""
+    try:
+        while True:
+            replies.put(wire.receive(stream, wire.MAX_REPLY_HEADER_BYTES, wire.MAX_REPLY_BLOB_BYTES))
+    except wire.WireError as exc:
+        replies.put(wire.WireError(f"回复不合格或超过评分进程的大小上限：{exc}"))
+    except (EOFError, OSError, ValueError) as exc:
+        replies.put(exc)
+
+
+def reply_queue():
+    return queue.Queue(maxsize=REPLY_QUEUE_FRAMES)
+
+
 class StudentSession:
     """One submission's sandboxed runner plus the bookkeeping around it."""
 
@@ -138,7 +169,10 @@ class StudentSession:
         self.restarts = 0
         self.started = time.monotonic()
         self.executed = 0  # cells run so far (prefix of self.cells)
+        self.outputs = OutputBudget()
+        self.unsolicited = 0  # frames that answered no request
         self.proc = None
+        self._pid = None  # the runner's host pid, to see whether it stopped itself
         self.directory = None  # the runner's own `runner_dirs` top, removed with it
         self.status = sandbox.probe()
 
@@ -146,10 +180,18 @@ class StudentSession:
     def _time_left(self):
         return self.budget.total_seconds - (time.monotonic() - self.started)
 
+    def _deadline(self, timeout):
+        """Monotonic deadline of one request: its own timeout, never past the submission's budget."""
+        left = self._time_left()
+        if left <= 0:
+            raise _BudgetSpent()
+        return time.monotonic() + min(timeout, left)
+
     def _spawn(self):
         handed = runner_factory(self) if runner_factory is not None else None
         if handed is not None:
             self.proc, self._replies, self.directory, self._log = handed.proc, handed.replies, handed.directory, handed.log
+            self._pid = getattr(self.proc, "host_pid", None)
             return
         self.directory, work, self._log = runner_dirs()
         argv, readonly = runner_command()
@@ -157,37 +199,63 @@ class StudentSession:
             argv, scratch=work, readonly=readonly,
             limits=self.limits, require_isolation=self.require_isolation,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
-        self._replies = queue.Queue()
-        threading.Thread(target=self._read_replies, args=(self.proc.stdout, self._replies), daemon=True).start()
-        self._wait(self.budget.start_timeout)
+        self._replies = reply_queue()
+        threading.Thread(target=read_replies, args=(self.proc.stdout, self._replies), daemon=True).start()
+        self._wait(self._deadline(self.budget.start_timeout))
+        self._pid = sandbox.runner_pid(self.proc)
 
-    @staticmethod
-    def _read_replies(stream, replies):
-        try:
-            while True:
-                replies.put(wire.receive(stream))
-        except (EOFError, OSError, ValueError, wire.WireError) as exc:
-            replies.put(exc)
-
-    def _wait(self, timeout, request_id=None):
-        """The reply to `request_id`; frames forged by student code are dropped."""
-        deadline = time.monotonic() + max(0.1, min(timeout, self._time_left()))
+    def _wait(self, deadline, request_id=None):
+        """The reply to `request_id` by `deadline`; frames forged by student code are dropped."""
         while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
             try:
-                reply = self._replies.get(timeout=max(0.0, deadline - time.monotonic()))
+                reply = self._replies.get(timeout=min(left, WATCH_SECONDS))
             except queue.Empty:
-                raise TimeoutError from None
+                self._check_not_stopped()
+                continue
             if isinstance(reply, Exception):
                 raise _RunnerGone(str(reply))
             header = reply[0] if isinstance(reply, tuple) else None
             if request_id is None or (isinstance(header, dict) and header.get("id") == request_id):
                 return reply
+            self.unsolicited += 1
+            if self.unsolicited > MAX_UNSOLICITED_FRAMES:
+                raise _RunnerGone(f"the runner sent more than {MAX_UNSOLICITED_FRAMES} frames nobody asked for")
+
+    def _check_not_stopped(self):
+        """A runner that stopped itself (SIGSTOP) uses no CPU and never answers: end it now."""
+        if self._pid is not None and sandbox.process_state(self._pid) in ("T", "t"):
+            raise _RunnerGone("运行环境把自己暂停了（SIGSTOP），评分进程已将其终止")
+
+    def _write(self, data, deadline):
+        """Write `data` to the runner by `deadline`, never blocking past it (its pipe may be full)."""
+        fd = self.proc.stdin.fileno()
+        os.set_blocking(fd, False)
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        view = memoryview(data)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            if not poller.poll(min(left, WATCH_SECONDS) * 1000):
+                self._check_not_stopped()
+                continue
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                raise _RunnerGone(str(exc)) from None
 
     def _kill(self):
         if self.proc is not None:
             stop_runner(self.proc)
-            self.proc = None
+            self.proc, self._pid = None, None
             self._log.close()
+            _drain(self._replies)  # lets a reader thread blocked on a full queue see EOF and end
         if self.directory:
             shutil.rmtree(self.directory, ignore_errors=True)
             self.directory = None
@@ -198,8 +266,8 @@ class StudentSession:
     def close(self):
         if self.proc is not None:
             try:
-                wire.send(self.proc.stdin, {"op": "bye"})
-            except OSError:
+                self._write(wire.frame({"op": "bye"}), time.monotonic() + 0.5)
+            except (OSError, TimeoutError, _RunnerGone):
                 pass
         self._kill()
 
@@ -211,11 +279,9 @@ class StudentSession:
 
     def _exchange(self, msg, blobs, timeout):
         msg = dict(msg, id=secrets.token_hex(8))
-        try:
-            wire.send(self.proc.stdin, msg, blobs)
-        except OSError as exc:
-            raise _RunnerGone(str(exc)) from None
-        return self._wait(timeout, msg["id"])
+        deadline = self._deadline(timeout)
+        self._write(wire.frame(msg, blobs), deadline)
+        return self._wait(deadline, msg["id"])
 
     def _request(self, msg, blobs, timeout):
         if self.proc is None:
@@ -263,7 +329,8 @@ class StudentSession:
                                      "text": "（前面的一个单元格超时或崩溃，这个单元格没有运行；隐藏检查照常评分。）\n"}]
                     continue
                 reply, _ = self._request({"op": "exec", "source": source}, [], timeout)
-                outputs[pos] = reply.get("outputs", []) if isinstance(reply, dict) else []
+                outputs[pos] = self.outputs.take(reply.get("outputs", []) if isinstance(reply, dict) else [],
+                                                 pos + 1, pos)
             except TimeoutError:
                 outputs[pos] = [self._limit_output(pos, "CellTimeoutError", f"单元格运行超过 {timeout:g} 秒，已被终止")]
                 self._abandon(pos, "timeout")
@@ -309,8 +376,9 @@ class StudentSession:
                 value=wire.decode(reply.get("value"), out),
                 args_after=[wire.decode(a, out) for a in reply.get("args_after", [])],
                 forbidden=[str(x) for x in reply.get("forbidden", [])],
-                ename=str(reply.get("ename", "")), evalue=str(reply.get("evalue", "")),
-                traceback=str(reply.get("traceback", "")), seconds=float(reply.get("seconds", 0.0)))
+                ename=wire.short(reply.get("ename", "")), evalue=wire.short(reply.get("evalue", "")),
+                exception_names=[wire.short(x) for x in reply.get("exception_names", [])[:16]],
+                traceback=wire.short(reply.get("traceback", "")), seconds=float(reply.get("seconds", 0.0)))
         except (wire.WireError, TypeError, ValueError, AttributeError):
             return CallResult("crashed", evalue="评分进程收到了无法解析的结果")
 
@@ -355,6 +423,14 @@ def stop_runner(proc):
             pipe.close()
         except OSError:
             pass
+
+
+def _drain(replies):
+    try:
+        while True:
+            replies.get_nowait()
+    except queue.Empty:
+        pass
 
 
 def _encode_arg(value, blobs, device):

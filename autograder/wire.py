@@ -6,8 +6,11 @@ grader to read them.  Decoding never unpickles and never executes anything:
 tensors arrive as raw bytes plus a whitelisted dtype and a shape, so whatever
 the student's process writes can at worst be wrong data, never code.
 """
+import decimal
+import fractions
 import json
 import math
+import numbers
 import struct
 
 # dtype names that may cross the wire; anything else is refused on decode.
@@ -16,6 +19,13 @@ DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16"
 
 MAX_HEADER_BYTES = 8 * 2**20
 MAX_MESSAGE_BYTES = 256 * 2**20
+# What the trusted side accepts in one reply from a runner: a cell's outputs
+# (the runner keeps a plot-heavy cell under 2 MiB) or a call's tensors (the
+# checks' inputs are tiny).  Enforced as the bytes are read, before any
+# allocation; a runner that sends more is killed.
+MAX_REPLY_HEADER_BYTES = 4 * 2**20
+MAX_REPLY_BLOB_BYTES = 16 * 2**20
+STRIDED = "torch.strided"
 MAX_TEXT = 2000
 MAX_DEPTH = 8
 MAX_ITEMS = 10_000
@@ -36,21 +46,24 @@ def _read_exact(stream, n):
     return b"".join(chunks)
 
 
-def send(stream, header, blobs=()):
-    """Write one message: header JSON plus raw binary blobs."""
+def frame(header, blobs=()):
+    """One message as bytes: length-prefixed header JSON, then the raw blobs."""
     header = dict(header, blobs=[len(b) for b in blobs])
     raw = json.dumps(header, allow_nan=False).encode()
-    stream.write(struct.pack(">I", len(raw)) + raw)
-    for blob in blobs:
-        stream.write(blob)
+    return b"".join([struct.pack(">I", len(raw)), raw, *blobs])
+
+
+def send(stream, header, blobs=()):
+    """Write one message to a blocking stream (the runner's side)."""
+    stream.write(frame(header, blobs))
     stream.flush()
 
 
-def receive(stream):
+def receive(stream, max_header=MAX_HEADER_BYTES, max_blobs=MAX_MESSAGE_BYTES):
     """Read one message; enforce size limits before allocating anything."""
     (size,) = struct.unpack(">I", _read_exact(stream, 4))
-    if size > MAX_HEADER_BYTES:
-        raise WireError(f"header of {size} bytes exceeds the limit")
+    if size > max_header:
+        raise WireError(f"header of {size} bytes exceeds the limit of {max_header}")
     try:
         header = json.loads(_read_exact(stream, size))
     except ValueError as exc:
@@ -58,14 +71,20 @@ def receive(stream):
     sizes = header.get("blobs", []) if isinstance(header, dict) else None
     if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
         raise WireError("bad blob table")
-    if sum(sizes) > MAX_MESSAGE_BYTES:
-        raise WireError(f"message of {sum(sizes)} bytes exceeds the limit")
+    if sum(sizes) > max_blobs:
+        raise WireError(f"message of {sum(sizes)} bytes exceeds the limit of {max_blobs}")
     return header, [_read_exact(stream, s) for s in sizes]
 
 
-def _short(text):
+def short(text):
+    """`text` cut to MAX_TEXT characters (exception messages, reprs)."""
     text = str(text)
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
+
+
+def exception_names(exc):
+    """Class names of `exc`'s type and its bases (so a subclass of ValueError counts as one)."""
+    return [cls.__name__ for cls in type(exc).__mro__][:MAX_DEPTH * 2]
 
 
 def encode(value, blobs, depth=0):
@@ -78,15 +97,29 @@ def encode(value, blobs, depth=0):
     if depth > MAX_DEPTH:
         return {"__object__": "too-deep", "repr": "…"}
     if value is None or isinstance(value, (bool, str)):
-        return _short(value) if isinstance(value, str) else value
+        return short(value) if isinstance(value, str) else value
     if isinstance(value, int):
         return value if abs(value) < 2**53 else {"__float__": repr(float(value))}
     if isinstance(value, float):
         return value if math.isfinite(value) else {"__float__": repr(value)}
+    if isinstance(value, numbers.Integral) and not isinstance(value, torch.Tensor):
+        try:  # numpy.int64 and friends
+            return encode(int(value), blobs, depth)
+        except (TypeError, ValueError, OverflowError):
+            pass
+    if isinstance(value, (fractions.Fraction, decimal.Decimal)) or (
+            isinstance(value, numbers.Real) and not isinstance(value, torch.Tensor)):
+        try:  # Fraction(1, 8), Decimal("0.125"): exact numbers a student may write
+            return encode(float(value), blobs, depth)
+        except (TypeError, ValueError, OverflowError):
+            pass
     if isinstance(value, torch.Tensor):
         dtype = str(value.dtype).replace("torch.", "")
         spec = {"__tensor__": None, "dtype": dtype, "shape": list(value.shape),
                 "device": str(value.device), "layout": str(value.layout)}
+        if type(value) not in (torch.Tensor, torch.nn.Parameter):
+            spec["subclass"] = short(type(value).__name__)
+            return spec
         if dtype not in DTYPES or value.layout != torch.strided or value.device.type == "meta":
             return spec
         data = value.detach().to("cpu").contiguous()
@@ -103,19 +136,19 @@ def encode(value, blobs, depth=0):
     try:
         import numpy
         if isinstance(value, numpy.ndarray):
-            return encode(torch.from_numpy(numpy.ascontiguousarray(value)), blobs, depth)
+            return encode(torch.from_numpy(numpy.ascontiguousarray(value).reshape(value.shape)), blobs, depth)
         if isinstance(value, numpy.generic):
             return encode(value.item(), blobs, depth)
     except Exception:  # noqa: BLE001 - a broken numpy must not break encoding
         pass
     if isinstance(value, dict):
-        return {"__dict__": [[_short(k), encode(v, blobs, depth + 1)]
+        return {"__dict__": [[short(k), encode(v, blobs, depth + 1)]
                              for k, v in list(value.items())[:MAX_ITEMS]]}
     try:
         text = repr(value)
     except Exception as exc:  # noqa: BLE001 - student __repr__ may raise
         text = f"<repr failed: {type(exc).__name__}>"
-    return {"__object__": type(value).__name__, "repr": _short(text)}
+    return {"__object__": type(value).__name__, "repr": short(text)}
 
 
 def decode(data, blobs, depth=0):
@@ -154,10 +187,26 @@ class OpaqueObject:
 
 
 class TensorSpec:
-    """Metadata of a tensor the runner returned, with its data when it has any."""
+    """Metadata of a tensor the runner returned, with its data when it has any.
 
-    def __init__(self, dtype, shape, device, layout, tensor):
+    Everything but `tensor` is the runner's claim.  `tensor` is data this
+    process rebuilt itself from bytes whose count matched the claimed dtype
+    and shape, so only a spec with `tensor` is evidence of values.
+    """
+
+    def __init__(self, dtype, shape, device, layout, tensor, subclass=None):
         self.dtype, self.shape, self.device, self.layout, self.tensor = dtype, shape, device, layout, tensor
+        self.subclass = subclass
+
+    def missing_data(self):
+        """Why this spec carries no usable values ('' if it does): a layout, a subclass, no bytes."""
+        if self.subclass:
+            return f"返回的是张量子类 {self.subclass}，不是普通的 torch.Tensor"
+        if self.layout != STRIDED:
+            return f"返回的是 {self.layout.replace('torch.', '')} 布局的张量，不是普通（稠密）张量"
+        if self.tensor is None:
+            return "评分进程没有收到这个张量的数值"
+        return ""
 
     @classmethod
     def from_wire(cls, data, blobs):
@@ -178,7 +227,11 @@ class TensorSpec:
                 raise WireError("tensor payload size does not match its shape")
             flat = torch.frombuffer(raw, dtype=wire_dtype) if numel else torch.empty(0, dtype=wire_dtype)
             tensor = flat.view(torch_dtype).reshape(shape)
-        return cls(str(dtype), tuple(shape), str(data.get("device", "?")), str(data.get("layout", "?")), tensor)
+        layout, subclass = str(data.get("layout", "?")), data.get("subclass")
+        if tensor is not None and (layout != STRIDED or subclass is not None):
+            tensor = None  # values of another layout or a subclass are not evidence
+        return cls(str(dtype), tuple(shape), str(data.get("device", "?")), layout, tensor,
+                   short(subclass) if subclass is not None else None)
 
     def __repr__(self):
         return f"TensorSpec({self.dtype}, {list(self.shape)}, {self.device})"

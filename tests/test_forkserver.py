@@ -4,11 +4,17 @@ Each test compares what student code observes in a forked runner with what
 it observes in a fresh one, or lets one student attack the sandbox it
 shares with the next and checks that the next one sees a clean sandbox.
 """
+import errno
 import json
+import os
+import resource
+import secrets
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import pytest
 
@@ -29,7 +35,9 @@ OBSERVE = textwrap.dedent("""
         "ppid": os.getppid(), "argv": sys.argv, "cwd": os.getcwd(), "scratch": listing("."),
         "home": listing(os.path.expanduser("~")), "tmp": listing("/tmp"),
         "mpl": {name: len(open("/tmp/mpl/" + name, "rb").read()) for name in listing("/tmp/mpl")},
-        "shm": listing("/dev/shm"), "sysv": open("/proc/sysvipc/shm").read().splitlines()[1:],
+        "shm": listing("/dev/shm"),
+        "tmp_mine": sorted(os.path.relpath(os.path.join(r, n), "/tmp") for r, ds, fs in os.walk("/tmp")
+                           for n in ds + fs if os.lstat(os.path.join(r, n)).st_uid == os.getuid()), "sysv": open("/proc/sysvipc/shm").read().splitlines()[1:],
         "others": others(), "fds": listing("/proc/self/fd"), "env": dict(os.environ),
         "names": sorted(k for k in globals() if not k.startswith("_")),
         "dumpable": ctypes.CDLL(None).prctl(3, 0, 0, 0, 0),
@@ -114,13 +122,35 @@ def test_a_stopped_or_killed_zygote_is_replaced(server):
         a.run_notebook()
         assert a.get("after") == 1  # stopping the zygote does not hurt the runner itself
     # pid 2 is a fresh runner itself, or the zygote: the sandbox dies with it, a moment later.
-    killer = "import os, signal, time\nos.kill(2, signal.SIGKILL)\ntime.sleep(20)"
+    # A runner of a uid of its own (root) may not signal the zygote: the grader's host kills it instead.
+    killer = textwrap.dedent("""
+        import os, signal, time
+        try:
+            os.kill(2, signal.SIGKILL)
+        except PermissionError:
+            open("refused", "w").close()
+        time.sleep(20)
+    """)
+    killed = threading.Event()
+
+    def kill_the_zygote_when_refused():
+        deadline = time.monotonic() + 60
+        while not killed.is_set() and time.monotonic() < deadline:
+            zygote = server._zygote
+            if zygote is not None and os.path.exists(os.path.join(zygote.top, "scratch", "refused")):
+                os.kill(_zygote_pid(zygote), 9)
+                killed.set()
+            time.sleep(0.01)
+
+    threading.Thread(target=kill_the_zygote_when_refused, daemon=True).start()
     with StudentSession(["x = 1", killer, "y = 2"]) as b:
         outputs = b.run_notebook()
         assert outputs[1][0]["ename"] == "KernelDied"
         assert (b.get("x"), b.get("y")) == (1, 2)  # restarted, the earlier cells replayed
+    killed.set()
     forked, seen, _ = _observe([OBSERVE])
-    assert forked and seen["others"] == [] and server.zygotes == 3
+    # As root, SIGSTOP did not reach the zygote either: one zygote fewer was needed.
+    assert forked and seen["others"] == [] and server.zygotes == (2 if sandbox._is_real_root() else 3)
 
 
 def test_a_session_never_shares_the_sandbox_with_another(server):
@@ -161,3 +191,147 @@ def test_sessions_stop_forked_runners_through_the_zygote(server):
         assert outputs[0][0]["ename"] == "CellTimeoutError" and s.get("after") == 1
     forked, seen, _ = _observe([OBSERVE])
     assert forked and seen["others"] == [] and server.zygotes == 1 and server.handed == 3
+
+
+def _zygote_pid(zygote):
+    """Host pid of the zygote (pid 2 of its sandbox), as the fork server found it."""
+    assert zygote.zygote_pid, "the fork server did not find its zygote"
+    return zygote.zygote_pid
+
+
+# Attacks on the sandbox a runner shares with the next one: on the zygote
+# (pid 2), whose process every later runner inherits, and on what outlives a
+# runner (a POSIX message queue, a key in the kernel's keyring, scratch's mode).
+KEY_NAME = f"sdpa-attack-{secrets.token_hex(4)}"
+ATTACKS = {
+    "rlimit-as": "resource.prlimit(2, resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))",
+    "rlimit-nofile": "resource.prlimit(2, resource.RLIMIT_NOFILE, (64, 64))",
+    "rlimit-nproc": "resource.prlimit(2, resource.RLIMIT_NPROC, (8, 8))",
+    "nice": "os.setpriority(os.PRIO_PROCESS, 2, 19)",
+    "sched-idle": "os.sched_setscheduler(2, os.SCHED_IDLE, os.sched_param(0))",
+    "affinity": "os.sched_setaffinity(2, {0})",
+    "mqueue": "check(libc.mq_open(b'/sdpa-attack', os.O_CREAT | os.O_RDWR, 0o600, None))",
+    "keyring": f"check(libc.syscall(NR['add_key'], b'user', b'{KEY_NAME}', b'v', 1, -4))",
+    "chmod-scratch": "os.chmod('.', 0o555)",
+}
+SYSCALLS = "NR = {'x86_64': {'add_key': 248, 'keyctl': 250}, 'aarch64': {'add_key': 217, 'keyctl': 219}}[platform.machine()]"
+ATTACK = textwrap.dedent("""
+    import ctypes, os, platform, resource
+    libc = ctypes.CDLL(None, use_errno=True)
+    {syscalls}
+    def check(result):
+        if result == -1:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    try:
+        {attack}
+        done = True
+    except OSError as e:
+        done = e.errno
+    uid = os.getuid()
+""")
+# What the next student observes with ordinary code.
+VICTIM = textwrap.dedent("""
+    import ctypes, json, os, platform, resource, threading
+    libc = ctypes.CDLL(None, use_errno=True)
+    {syscalls}
+    def errno_of(result):
+        return 0 if result != -1 else ctypes.get_errno()
+    started = []
+    try:
+        thread = threading.Thread(target=started.append, args=(1,))
+        thread.start()
+        thread.join()
+    except RuntimeError:
+        pass
+    import torch
+    try:
+        with open("victim.txt", "w") as f:
+            f.write("mine")
+        writable = open("victim.txt").read() == "mine"
+    except OSError:
+        writable = False
+    status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines())
+    view = json.dumps({{
+        "rlimits": {{name: resource.getrlimit(getattr(resource, name))
+                    for name in dir(resource) if name.startswith("RLIMIT_")}},
+        "nice": os.getpriority(os.PRIO_PROCESS, 0),
+        "scheduler": [os.sched_getscheduler(0), os.sched_getparam(0).sched_priority],
+        "affinity": sorted(os.sched_getaffinity(0)),
+        "thread": started, "torch": float(torch.ones(3).sum()), "writable": writable,
+        "scratch_mode": oct(os.stat(".").st_mode), "tmp_mode": oct(os.stat("/tmp").st_mode),
+        "mq_open": errno_of(libc.mq_open(b"/sdpa-attack", os.O_RDWR)),
+        "add_key": errno_of(libc.syscall(NR["add_key"], b"user", b"victim", b"v", 1, -4)),
+        "keyctl": errno_of(libc.syscall(NR["keyctl"], 0, -4, 0)),  # KEYCTL_GET_KEYRING_ID
+        "status": {{key: value.strip() for key, value in status.items()
+                   if key.startswith("Cap") or key in ("NoNewPrivs", "Seccomp", "Seccomp_filters", "Groups")}},
+    }}, sort_keys=True)
+""").format(syscalls=SYSCALLS)
+
+
+def _victim_view():
+    with StudentSession([VICTIM]) as s:
+        outputs = s.run_notebook()
+        assert all(o["output_type"] != "error" for out in outputs.values() for o in out), outputs
+        return isinstance(s.proc, forkserver.ForkedRunner), json.loads(s.get("view"))
+
+
+@pytest.fixture(scope="module")
+def fresh_view():
+    """What a fresh runner observes (no fork server installed)."""
+    forkserver.uninstall()
+    forked, view = _victim_view()
+    assert not forked and view["writable"] and view["thread"] == [1]
+    return view
+
+
+def _differences(seen, expected):
+    return {key: (seen.get(key), expected.get(key)) for key in expected.keys() | seen.keys()
+            if seen.get(key) != expected.get(key)}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_an_attack_on_the_shared_sandbox_does_not_reach_the_next_student(server, fresh_view, attack):
+    cell = ATTACK.format(syscalls=SYSCALLS, attack=ATTACKS[attack])
+    with StudentSession([cell]) as attacker:
+        outputs = attacker.run_notebook()
+        assert all(o["output_type"] != "error" for out in outputs.values() for o in out), outputs
+        assert isinstance(attacker.proc, forkserver.ForkedRunner)
+        done, uid = attacker.get("done"), attacker.get("uid")
+    # Nothing was left in the host's kernel (as root, /proc/keys lists only root's keys; key-users lists all).
+    with open("/proc/keys") as f:
+        assert KEY_NAME not in f.read()
+    if uid != os.getuid():
+        with open("/proc/key-users") as f:
+            assert str(uid) not in [line.split(":")[0].strip() for line in f]
+    forked, view = _victim_view()
+    assert forked and view == fresh_view, _differences(view, fresh_view)
+    assert view["add_key"] == view["keyctl"] == view["mq_open"] == errno.EPERM  # the syscall filter
+    if attack in ("mqueue", "keyring"):
+        assert done == errno.EPERM  # refused by the syscall filter
+    elif attack == "chmod-scratch":
+        assert done is True and server.zygotes == 1  # allowed, and undone by the reset
+    elif sandbox._is_real_root():
+        assert done == errno.EPERM and server.zygotes == 1  # the zygote is of another uid
+    else:  # one uid for all: the zygote put it back (if it may), or noticed and was replaced
+        assert done is True and (server.zygotes == 2 or attack in ("affinity", "sched-idle"))
+
+
+@pytest.mark.parametrize("change", ["rlimit-nofile", "nice", "affinity"])
+def test_a_zygote_whose_process_was_changed_refuses_to_fork(server, fresh_view, change):
+    """What a runner could do to a zygote of its uid, done from the host: the zygote sees it."""
+    forked, view = _victim_view()
+    assert forked and view == fresh_view
+    pid = _zygote_pid(server._zygote)
+    if change == "rlimit-nofile":
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (64, 64))
+    elif change == "nice":
+        os.setpriority(os.PRIO_PROCESS, pid, 19)
+    else:
+        os.sched_setaffinity(pid, {0})
+    first, view_first = _victim_view()
+    second, view_second = _victim_view()
+    assert view_first == view_second == fresh_view, _differences(view_first, fresh_view)
+    if change == "affinity":
+        assert first and second and server.zygotes == 1  # the zygote may widen its affinity again
+    else:
+        assert not first and second and server.zygotes == 2  # refused to fork; a new zygote

@@ -374,3 +374,57 @@ def test_probe_reports_missing_bwrap(monkeypatch):
     monkeypatch.setattr(sandbox, "_bwrap_info", lambda: None)
     status = sandbox.probe.__wrapped__()
     assert status == SandboxStatus(False, "none (rlimits only)", "bubblewrap (bwrap) is not installed")
+
+
+# Refused by the shim's syscall filter; arguments chosen so that nothing is created if it were not.
+SYSCALL_FILTER_PROBE = """
+    import ctypes, json, os, platform
+    libc = ctypes.CDLL(None, use_errno=True)
+    nr = {"x86_64": dict(add_key=248, request_key=249, keyctl=250, mq_open=240, mq_unlink=241, mq_notify=244,
+                         getpid=39, x32_getpid=0x40000000 | 39),
+          "aarch64": dict(add_key=217, request_key=218, keyctl=219, mq_open=180, mq_unlink=181, mq_notify=184,
+                          getpid=172)}[platform.machine()]
+    def call(name, *args):
+        result = libc.syscall(nr[name], *args)
+        return ctypes.get_errno() if result == -1 else "ok"
+    print(json.dumps({
+        "add_key": call("add_key", b"no-such-type", b"d", None, 0, -4),
+        "request_key": call("request_key", b"no-such-type", b"d", None, -4),
+        "keyctl": call("keyctl", 9999, 0, 0),
+        "mq_open": call("mq_open", b"no-such-queue", os.O_RDWR, 0, None),
+        "mq_unlink": call("mq_unlink", b"no-such-queue"),
+        "mq_notify": call("mq_notify", -1, None),
+        "x32": call("x32_getpid") if "x32_getpid" in nr else 1,
+        "getpid": call("getpid"),
+        "seccomp": [line.split()[1] for line in open("/proc/self/status") if line.startswith("Seccomp:")],
+    }))
+"""
+FILTERED = {"add_key": errno.EPERM, "request_key": errno.EPERM, "keyctl": errno.EPERM, "mq_open": errno.EPERM,
+            "mq_unlink": errno.EPERM, "mq_notify": errno.EPERM, "x32": errno.EPERM, "getpid": "ok",
+            "seccomp": ["2"]}
+
+
+@isolated
+def test_keys_and_message_queues_are_refused(scratch):
+    result = run(SYSCALL_FILTER_PROBE, scratch)
+    assert json.loads(result.stdout) == FILTERED, result.stderr
+
+
+def test_keys_and_message_queues_are_refused_without_bwrap_too(scratch, monkeypatch):
+    monkeypatch.setattr(sandbox, "probe", lambda: SandboxStatus(False, "none (rlimits only)", "pretend: no bwrap"))
+    with pytest.warns(SandboxUnavailableWarning):
+        result = run(SYSCALL_FILTER_PROBE, scratch)
+    assert json.loads(result.stdout) == FILTERED, result.stderr
+
+
+@isolated
+@pytest.mark.skipif(not sandbox._is_real_root(), reason="only root runs the sandbox under another uid")
+def test_a_zygote_keeps_uid_0_with_only_the_capabilities_it_needs(scratch):
+    code = "import os; print(os.getuid(), [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0])"
+    proc = sandboxed_popen([sys.executable, "-c", code], scratch=scratch, zygote=True, stdout=subprocess.PIPE,
+                           text=True)
+    uid, caps = proc.communicate(timeout=30)[0].split()
+    kill_tree(proc)
+    wanted = {"CAP_SETUID": 7, "CAP_SETGID": 6, "CAP_KILL": 5, "CAP_CHOWN": 0, "CAP_FOWNER": 3, "CAP_DAC_OVERRIDE": 1}
+    assert set(wanted) == set(sandbox.ZYGOTE_CAPS)
+    assert (uid, int(caps, 16)) == ("0", sum(1 << bit for bit in wanted.values()))
