@@ -9,7 +9,7 @@ plugin turns that into feedback.  Nothing here runs student code.
 import torch
 
 from . import cases, mutants, tolerances
-from .wire import TensorSpec
+from .wire import STRIDED, TensorSpec
 
 SOFTMAX_APIS = ("softmax", "log_softmax", "softmin", "Softmax")
 SDPA_APIS = ("scaled_dot_product", "multi_head_attention", "MultiheadAttention", "_fused_sdp")
@@ -124,6 +124,8 @@ def expect_tensor(result, expected, *, function, args, kwargs=None, tol=None, wh
         value = value[select]
     if not isinstance(value, TensorSpec):
         raise CheckFailed(f"{what}：应返回 torch.Tensor，实际返回 {value!r:.80}。")
+    if value.subclass or value.layout != STRIDED:
+        raise CheckFailed(f"{what}：{value.missing_data()}。请返回普通的稠密张量。")
     example = {"输入": _describe_args(args, kwargs), "期望形状": list(expected.shape), "你的形状": list(value.shape)}
     tol = tol or cases.default_tolerance(function, args, kwargs, select) or tolerances.floor_for(torch.float64)
     diag_args = diagnose_with or (args, kwargs)
@@ -138,7 +140,9 @@ def expect_tensor(result, expected, *, function, args, kwargs=None, tol=None, wh
         raise CheckFailed(f"{what}：输出应在输入所在的设备 {device} 上，实际在 {value.device}。",
                           ["device-mismatch"], example)
     if value.tensor is None:
-        return value
+        if device == "meta" and value.device == "meta":
+            return value  # the check asked for a meta run: shape, dtype and device are all there is
+        raise CheckFailed(f"{what}：{value.missing_data()}，无法评分。", [], example)
     actual = value.tensor
     if tolerances.close(actual, expected, tol):
         return value
@@ -151,6 +155,44 @@ def expect_tensor(result, expected, *, function, args, kwargs=None, tol=None, wh
     else:
         message = f"{what}：数值与参考结果不符（最大误差 {tolerances.max_error(actual, expected):.3g}）。"
     raise CheckFailed(message, codes, example)
+
+
+def expect_explained(result, expected, *, function, args, kwargs=None, what, select=None):
+    """Evidence for the device and dtype checks: a real tensor, right or wrong in a known way.
+
+    Those checks certify how a function treats devices and dtypes, not its
+    values (its own part grades those, once).  But a property of an output is
+    only evidence when the output is real work: a dense tensor whose values
+    this process received and found either correct or reproduced by a known
+    misconception's mutant.  Returns the TensorSpec.
+    """
+    kwargs = kwargs or {}
+    value = require_ok(result, what)
+    if select is not None and isinstance(value, (tuple, list)) and value:
+        value = value[select]  # a function that returns only the output is graded for it elsewhere
+    if not isinstance(value, TensorSpec):
+        raise CheckFailed(f"{what}：应返回 torch.Tensor，实际返回 {value!r:.80}。")
+    if value.missing_data():
+        raise CheckFailed(f"{what}：{value.missing_data()}，无法评分。")
+    actual = value.tensor
+    if (actual.dtype == torch.bool) != (expected.dtype == torch.bool) or (
+            expected.is_floating_point() and not actual.is_floating_point()):
+        raise CheckFailed(f"{what}：输出 dtype {value.dtype} 与参考结果 {str(expected.dtype).replace('torch.', '')} "
+                          "不是同一类（布尔/浮点），无法评分。")
+    if actual.dtype == torch.bool:
+        right = actual.shape == expected.shape and bool((actual == expected).all())
+    else:
+        probe = actual.dtype if actual.dtype in (torch.float32, torch.float16, torch.bfloat16) else torch.float64
+        tol = cases.tolerance(cases.REFERENCES[function], args, probe, select=select, **kwargs) \
+            if function in cases.REFERENCES else tolerances.floor_for(torch.float64)
+        right = actual.shape == expected.shape and tolerances.close(actual, expected, tol)
+    if right:
+        return value
+    for _code, produced in _variant_outputs(function, args, kwargs, select):
+        if produced.shape == actual.shape and bool(torch.isclose(actual.to(torch.float64), produced,
+                                                                 equal_nan=True).all()):
+            return value
+    raise CheckFailed(f"{what}：在 CPU 上的结果既不正确，也不是已诊断的错误，设备与精度的检查无法评分。")
 
 
 def _shape_codes(function, diag_args, value, select):
@@ -174,20 +216,34 @@ def _shape_codes(function, diag_args, value, select):
 
 
 def expect_unchanged_inputs(result, args, what):
-    """Inputs must come back bit-for-bit unchanged (no in-place edits)."""
-    for position, (before, after) in enumerate(zip(args, result.args_after)):
-        if not isinstance(before, torch.Tensor) or not isinstance(after, TensorSpec) or after.tensor is None:
+    """Inputs must come back bit-for-bit unchanged (no in-place edits); their values must arrive."""
+    after_all = result.args_after if isinstance(result.args_after, list) else []
+    for position, before in enumerate(args):
+        if not isinstance(before, torch.Tensor):
             continue
+        after = after_all[position] if position < len(after_all) else None
+        if not isinstance(after, TensorSpec) or after.tensor is None:
+            raise CheckFailed(f"{what}：评分进程没有收到第 {position + 1} 个输入在函数运行后的数值，无法确认它没有被修改。")
+        if tuple(after.shape) != tuple(before.shape) or after.tensor.dtype != before.dtype:
+            raise CheckFailed(f"{what}：第 {position + 1} 个输入的形状或 dtype 在函数运行后变了。", ["inplace-mutation"])
         same_nan = torch.isnan(before.to(torch.float64)) & torch.isnan(after.tensor.to(torch.float64))
         if not bool(((before == after.tensor) | same_nan).all()):
             raise CheckFailed(f"{what}：第 {position + 1} 个输入在函数运行后被修改了。", ["inplace-mutation"])
 
 
-def expect_raises(result, exception_name, what):
-    """The call must raise `exception_name` (clear errors for bad shapes)."""
+def expect_raises(result, exception_name, what, *, control):
+    """The call must raise `exception_name` or a subclass of it (clear errors for bad shapes).
+
+    `control` is (CallResult, expected, function, args): the same function on
+    inputs whose shapes match.  It must return real work (see
+    `expect_explained`), so that raising for everything earns nothing.
+    """
     if result.forbidden:
         require_ok(result, what)
-    if result.status == "raised" and result.ename == exception_name:
+    control_result, expected, function, args = control
+    expect_explained(control_result, expected, function=function, args=args,
+                     what=f"{what}（这一项只在函数对形状匹配的输入能正常计算时计分）")
+    if result.status == "raised" and exception_name in [result.ename, *result.exception_names]:
         return
     if result.status == "raised":
         # Evidence of a missing check is torch's own shape error surfacing; a stub's
@@ -220,17 +276,25 @@ def expect_number(value, expected, *, what, tol=HAND_TOLERANCE, codes_by_value=(
     raise CheckFailed(f"{what}：答案不对。", codes, {"你的答案": [round(g, 4) for g in got]})
 
 
-def _as_floats(value):
+def _as_floats(value, depth=0):
+    """The numbers in an answer, flattened; None unless every element is a real number.
+
+    Accepts what the visible check accepts: ints, floats (the runner sends
+    Fraction, Decimal and numpy scalars as floats), tensors and arrays of any
+    shape with data, and lists or tuples of those.
+    """
     if isinstance(value, TensorSpec):
-        return None if value.tensor is None else [float(x) for x in value.tensor.reshape(-1).to(torch.float64)]
+        if value.tensor is None or value.dtype in ("bool", "complex64", "complex128"):
+            return None
+        return [float(x) for x in value.tensor.reshape(-1).to(torch.float64)]
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
         return [float(value)]
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple)) and depth < 8:
         out = []
         for item in value:
-            inner = _as_floats(item)
+            inner = _as_floats(item, depth + 1)
             if inner is None:
                 return None
             out.extend(inner)

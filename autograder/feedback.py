@@ -69,6 +69,9 @@ def render_text(label, part_result, cell_points, earned, events=()):
 
 
 def _event_text(event):
+    if event.get("kind") == "NeedsReview":
+        return (f"需要助教人工复核（{event.get('category')}）：第 {event.get('cell', 0) + 1} 个单元格第 "
+                f"{event.get('line')} 行 {event.get('detail')}。这本身不扣分。")
     if "function" in event:
         what = "超时" if event["kind"] == "timeout" else "崩溃或退出"
         return f"运行 {event['function']} 时{what}，之后对它的检查均记为未通过。"

@@ -39,7 +39,8 @@ class LocalStudent:
         try:
             value = function(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - reported as data, like the runner does
-            return CallResult("raised", ename=type(exc).__name__, evalue=str(exc))
+            return CallResult("raised", ename=type(exc).__name__, evalue=str(exc),
+                              exception_names=wire.exception_names(exc))
         encoded = wire.encode(value, blobs)
         after = [wire.encode(a, blobs) if isinstance(a, torch.Tensor) else None for a in args] if return_args else []
         decoded = wire.decode(encoded, blobs)

@@ -23,7 +23,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer
 
-from . import sandbox
+from . import code_review, sandbox
 from .feedback import render_html, render_text
 from .scoring import run_checks
 from .session import Budget, StudentSession
@@ -46,6 +46,12 @@ def is_answer_cell(cell):
 def is_test_cell(cell):
     meta = _nbgrader(cell)
     return bool(meta.get("grade")) and not meta.get("solution") and cell.get("cell_type") == "code"
+
+
+def student_code_cells(nb):
+    """Indices of the code cells the student wrote: answer cells and cells they added."""
+    return [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+            and (is_answer_cell(cell) or not _nbgrader(cell).get("grade_id"))]
 
 
 def part_of(cell):
@@ -124,7 +130,7 @@ class SandboxedExecute(NbGraderPreprocessor):
             raise
         for pos, index in enumerate(positions):
             cell = nb.cells[index]
-            cell.outputs = [nbformat.from_dict(o) for o in _valid_outputs(outputs.get(pos, []), pos + 1)]
+            cell.outputs = [nbformat.from_dict(o) for o in outputs.get(pos, [])]  # sanitised and capped by the session
             cell.execution_count = pos + 1
         return nb, resources
 
@@ -151,28 +157,6 @@ def _display_cells(nb, positions):
             if index > first_answer and _nbgrader(nb.cells[index]).get("locked") and not is_answer_cell(nb.cells[index])]
 
 
-def _valid_outputs(outputs, count):
-    """Keep only well-formed nbformat outputs (the runner is untrusted)."""
-    kept = []
-    for out in outputs:
-        if not isinstance(out, dict):
-            continue
-        kind = out.get("output_type")
-        if kind == "stream" and out.get("name") in ("stdout", "stderr") and isinstance(out.get("text"), str):
-            kept.append({"output_type": "stream", "name": out["name"], "text": out["text"]})
-        elif kind in ("display_data", "execute_result") and isinstance(out.get("data"), dict):
-            data = {k: v for k, v in out["data"].items() if isinstance(k, str) and isinstance(v, str)}
-            entry = {"output_type": kind, "data": data, "metadata": {}}
-            if kind == "execute_result":
-                entry["execution_count"] = count
-            kept.append(entry)
-        elif kind == "error":
-            kept.append({"output_type": "error", "ename": str(out.get("ename", "Error")),
-                         "evalue": str(out.get("evalue", "")),
-                         "traceback": [str(x) for x in out.get("traceback", [])][:60]})
-    return kept
-
-
 class TrustedScoring(NbGraderPreprocessor):
     """Score grade cells from the session's results; no student code runs here."""
 
@@ -188,11 +172,19 @@ class TrustedScoring(NbGraderPreprocessor):
                                  context={"cuda": _cuda_available()})
         finally:
             session.close()
+        # The student's own code, read here: forbidden APIs cost points whatever the runner reported.
+        cells = student_code_cells(nb)
+        scan = code_review.review(nb.cells[i].source for i in cells)
+        code_review.charge_forbidden(results, scan, cells)
+        review = code_review.review_notes(scan, cells)
         _locate_events(nb, state["positions"], session.events, info)
+        for note in review:
+            log.warning("%s/%s needs review: %s", info.get("student"), info.get("notebook"), note)
         report = {"student": info["student"], "assignment": info["assignment"], "notebook": info["notebook"],
                   "sandbox": {"isolated": session.status.isolated, "mechanism": session.status.mechanism},
-                  "events": session.events, "seconds": session.elapsed(), "cells": []}
-        events = session.events  # limits hit: reported once, at the first grade cell
+                  "events": session.events, "review": review, "seconds": session.elapsed(), "cells": []}
+        # Limits hit and code to review: reported once, at the first grade cell.
+        events = session.events + [dict(note, kind="NeedsReview") for note in review]
         for cell in nb.cells:
             if is_test_cell(cell):
                 report["cells"].append(self._score_cell(cell, results, events))

@@ -41,6 +41,7 @@ class StudentRow:
     codes: list = field(default_factory=list)
     events: int = 0
     isolated: bool = None
+    review: list = field(default_factory=list)  # code flagged for a person (grading.json "review")
 
 
 @dataclass
@@ -112,6 +113,8 @@ def collect(course, assignment=ASSIGNMENT, nbgrader_args=()):
             seconds = [r["seconds"] for r in report.values() if r and isinstance(r.get("seconds"), (int, float))]
             row.seconds = round(sum(seconds), 3) if seconds else None
             row.events = sum(len(r.get("events", [])) for r in report.values() if r)
+            row.review = [dict(note, notebook=name) for name, r in report.items() if r
+                          for note in r.get("review", []) if isinstance(note, dict)]
             isolated = [r.get("sandbox", {}).get("isolated") for r in report.values() if r]
             row.isolated = all(isolated) if isolated else None
             codes = []
@@ -178,11 +181,11 @@ def build(course, assignment=ASSIGNMENT, out=None, nbgrader_args=()):
     with open(students_csv, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["student", "score", "max_score", "auto_score", "max_auto_score", "late_penalty",
-                         "needs_manual_grade", "seconds", "sandbox_events", "codes"])
+                         "needs_manual_grade", "seconds", "sandbox_events", "needs_review", "codes"])
         for r in data.students:
             writer.writerow([r.student, r.score, r.max_score, r.auto_score, r.max_auto_score, r.late_penalty,
                              r.needs_manual_grade, "" if r.seconds is None else r.seconds, r.events,
-                             " ".join(r.codes)])
+                             len(r.review), " ".join(r.codes)])
     _charts(data, out)
     page = os.path.join(out, "report.html")
     with open(page, "w", encoding="utf-8") as f:
@@ -277,11 +280,16 @@ def _html(data):
                ("median", f"{statistics.median(scores):g}"),
                ("full points", sum(1 for r in data.students if r.score >= r.max_score)),
                ("zero", sum(1 for s in scores if s == 0)),
-               ("need manual grading", sum(1 for r in data.students if r.needs_manual_grade))]
+               ("need manual grading", sum(1 for r in data.students if r.needs_manual_grade)),
+               ("need review (code that tampers with grading)", sum(1 for r in data.students if r.review))]
     rows = "".join(
         f"<tr><td>{esc(r.student)}</td><td class=n>{r.score:g}</td><td class=n>{r.max_score:g}</td>"
         f"<td class=n>{'' if r.seconds is None else f'{r.seconds:.1f}'}</td><td class=n>{r.events}</td>"
-        f"<td>{esc(' '.join(r.codes))}</td></tr>" for r in data.students)
+        f"<td class=n>{len(r.review) or ''}</td><td>{esc(' '.join(r.codes))}</td></tr>" for r in data.students)
+    review = "".join(
+        f"<tr><td>{esc(r.student)}</td><td class=n>{esc(str(note.get('cell', 0) + 1))}:{esc(str(note.get('line')))}</td>"
+        f"<td>{esc(str(note.get('category')))}</td><td><code>{esc(str(note.get('detail')))}</code></td></tr>"
+        for r in data.students for note in r.review) or "<tr><td colspan=4>none</td></tr>"
     rates = "".join(f"<tr><td>{esc(_cell_label(data, gid))}</td><td class=n>{100 * v:.0f}%</td></tr>"
                     for gid, v in data.pass_rates.items())
     codes = "".join(
@@ -303,10 +311,13 @@ td.n{{text-align:right;font-variant-numeric:tabular-nums}}img{{max-width:100%;bo
 <a href="students.csv">students.csv</a> (per student).</p>
 <div class="grid"><img src="score_histogram.png" alt="score histogram"><img src="pass_rate.png" alt="pass rate">
 <img src="misconceptions.png" alt="misconception codes"><img src="slowest.png" alt="slowest submissions"></div>
+<h2>Needs review</h2><p>Code in these submissions reaches into the grader or the process (gc, sys.modules,
+ctypes, prlimit, other processes, dynamic code). It costs no points by itself; a person should read it.</p>
+<table><tr><th>student</th><th>cell:line</th><th>category</th><th>code</th></tr>{review}</table>
 <h2>Pass rate per grade cell</h2><table><tr><th>grade cell</th><th>full points</th></tr>{rates}</table>
 <h2>Misconception codes</h2><table><tr><th>code</th><th>students</th><th>meaning</th></tr>{codes}</table>
 <h2>Slowest submissions</h2><table><tr><th>student</th><th>seconds</th></tr>{slow}</table>
 <h2>Students</h2><table><tr><th>student</th><th>score</th><th>of</th><th>seconds</th><th>sandbox events</th>
-<th>codes</th></tr>{rows}</table>
+<th>needs review</th><th>codes</th></tr>{rows}</table>
 </body></html>
 """

@@ -166,9 +166,19 @@ hand_masked_output = 16 / 3
 '''
 
 HAND_CHECK = r'''
+import decimal, numbers
+
+def _flat(value):
+    value = value.tolist() if hasattr(value, "tolist") else value  # numpy 数组、torch 张量
+    if isinstance(value, (list, tuple)):
+        return [x for item in value for x in _flat(item)]
+    return [value]
+
 def _numbers(value, name, count):
     assert value is not ..., f"{name} 还没有填写。"
-    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    values = _flat(value)
+    assert all(isinstance(x, (numbers.Real, decimal.Decimal)) and not isinstance(x, bool) for x in values), \
+        f"{name} 应由数字组成（可以是 int、float、Fraction、numpy 数组或张量）。"
     assert len(values) == count, f"{name} 应包含 {count} 个数，现在有 {len(values)} 个。"
     return [float(x) for x in values]
 
@@ -200,13 +210,23 @@ softmax_dim = -1
 '''
 
 SHAPE_CHECK = r'''
+import numbers
+
+def _integers(value):
+    value = value.tolist() if hasattr(value, "tolist") else value  # numpy 数组、torch 张量
+    if isinstance(value, (tuple, list)) and all(isinstance(d, numbers.Integral) and not isinstance(d, bool)
+                                                for d in value):
+        return [int(d) for d in value]
+    return None
+
 for name_ in ["shape_scores", "shape_weights", "shape_output", "shape_padding_mask"]:
     value_ = globals()[name_]
     assert value_ is not ..., f"{name_} 还没有填写。"
-    assert isinstance(value_, (tuple, list)) and all(isinstance(d, int) for d in value_), \
-        f"{name_} 应是整数元组，例如 (1, 2, 3)。"
-assert softmax_dim is not ... and isinstance(softmax_dim, int), "softmax_dim 应是一个整数。"
-assert len(shape_scores) == 4, "q、k 都是四维 [B, H, 位置, 特征]，分数也应是四维。"
+    assert _integers(value_) is not None, f"{name_} 应是整数元组，例如 (1, 2, 3)。"
+assert softmax_dim is not ..., "softmax_dim 还没有填写。"
+dim_ = softmax_dim.tolist() if hasattr(softmax_dim, "tolist") else softmax_dim
+assert isinstance(dim_, numbers.Integral) and not isinstance(dim_, bool), "softmax_dim 应是一个整数。"
+assert len(_integers(shape_scores)) == 4, "q、k 都是四维 [B, H, 位置, 特征]，分数也应是四维。"
 print("✓ 格式检查通过（答案本身在评分时检查）。")
 '''
 

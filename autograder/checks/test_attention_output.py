@@ -29,4 +29,6 @@ def test_random_batched(student, rng):
 def test_mismatched_positions_raise(student, rng):
     """S 不一致时抛出 ValueError"""
     w, v = cases.randn(rng, 3, 5), cases.randn(rng, 6, 2)
-    expect_raises(student.call(FN, w, v), "ValueError", "权重 [3,5] 与 v [6,2]")
+    v_ok = cases.randn(rng, 5, 2)
+    control = (student.call(FN, w, v_ok), w @ v_ok, FN, (w, v_ok))
+    expect_raises(student.call(FN, w, v), "ValueError", "权重 [3,5] 与 v [6,2]", control=control)

@@ -31,7 +31,9 @@ def test_random_batched_cross_attention(student, rng):
 def test_mismatched_dk_raises(student, rng):
     """d_k 不一致时抛出 ValueError"""
     q, k = cases.randn(rng, 4, 8), cases.randn(rng, 6, 5)
-    expect_raises(student.call(FN, q, k), "ValueError", "q 的 d_k=8、k 的 d_k=5")
+    k_ok = cases.randn(rng, 4, 8)  # square: a transposed result is a known bug, graded elsewhere
+    control = (student.call(FN, q, k_ok), cases.scores(q, k_ok), FN, (q, k_ok))
+    expect_raises(student.call(FN, q, k), "ValueError", "q 的 d_k=8、k 的 d_k=5", control=control)
 
 
 @pytest.mark.points(2)

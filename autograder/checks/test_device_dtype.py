@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from autograder import cases
-from autograder.checking import CheckFailed, expect_tensor, require_ok
+from autograder.checking import CheckFailed, expect_explained, expect_tensor, require_ok
 from autograder.wire import TensorSpec
+from solutions import sdpa as ref
 
 PART = "device_dtype"
 
@@ -34,17 +35,28 @@ def _calls(rng, dtype=torch.float64):
             ("scaled_dot_product_attention", (q, k, v, mask), {}), ("causal_mask", (3, 5), {"device": "cpu"})]
 
 
-def _first_tensor(value):
-    if isinstance(value, tuple) and value:
-        return value[0]
-    return value
+def _expected(fn, args, kwargs):
+    """The float64 reference output (the first tensor for attention)."""
+    out = getattr(ref, fn)(*args, **kwargs)
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _cpu_evidence(student, fn, args, kwargs):
+    """The float64 CPU output, when it is real work (see `expect_explained`)."""
+    return expect_explained(student.call(fn, *args, **kwargs), _expected(fn, args, kwargs), function=fn,
+                            args=args, kwargs=kwargs, select=0, what=f"{fn}（先要在 CPU 上得到可评分的结果）")
+
+
+def _tensor_of(result):
+    value = result.value
+    return value[0] if isinstance(value, (tuple, list)) and value else value
 
 
 @pytest.mark.points(3)
 def test_meta_device(student, rng):
     """在输入所在的设备上计算（meta 设备代替 GPU）"""
     for fn, args, kwargs in _calls(rng):
-        require_ok(student.call(fn, *args, **kwargs), f"{fn}（先要在 CPU 上能运行）")
+        cpu = _cpu_evidence(student, fn, args, kwargs)
         if "device" in kwargs:
             kwargs = dict(kwargs, device="meta")  # a function told where to build its output
         result = student.call(fn, *args, on_device="meta", **kwargs)
@@ -54,24 +66,38 @@ def test_meta_device(student, rng):
             text = f"{result.ename}: {result.evalue}"
             if any(marker in text for marker in DEVICE_ERROR):
                 raise CheckFailed(f"{fn}：输入在另一个设备上时出错：{text}", ["device-mismatch"])
-            continue  # data-dependent code, or a bug the value checks already grade
-        value = _first_tensor(result.value) if result.ok else None
-        if isinstance(value, TensorSpec) and value.device != "meta":
+            continue  # data-dependent code (it computed real values on the CPU above)
+        require_ok(result, f"{fn}（meta 设备）")
+        value = _tensor_of(result)
+        if not isinstance(value, TensorSpec):
+            raise CheckFailed(f"{fn}：输入在 meta 设备上时应返回张量，实际返回 {value!r:.60}。")
+        if value.device != "meta":
             raise CheckFailed(f"{fn}：输入在 meta 设备上，输出却在 {value.device} 上。", ["device-mismatch"])
+        if (tuple(value.shape), value.dtype) != (tuple(cpu.shape), cpu.dtype):
+            raise CheckFailed(f"{fn}：meta 设备上的输出 {value.dtype}{list(value.shape)} 与 CPU 上的 "
+                              f"{cpu.dtype}{list(cpu.shape)} 不一致。")
 
 
 @pytest.mark.points(2)
 def test_half_precision_keeps_dtype(student, rng):
     """float16 / bfloat16 输入：每个函数的输出保持输入的 dtype"""
+    calls = [c for c in _calls(rng) if any(isinstance(a, torch.Tensor) and a.is_floating_point() for a in c[1])]
+    shapes = {}  # fn -> shape of its float64 CPU output, once that is real work
     for dtype in (torch.float16, torch.bfloat16):
-        for fn, args, kwargs in _calls(rng):
-            if not any(isinstance(a, torch.Tensor) and a.is_floating_point() for a in args):
-                continue  # e.g. causal_mask: its output is bool whatever the precision
-            low = cases.cast(args, dtype)
-            value = _first_tensor(require_ok(student.call(fn, *low, **kwargs), f"{fn}（{dtype}）"))
-            name = str(dtype).replace("torch.", "")
-            if isinstance(value, TensorSpec) and value.dtype != name:
+        name = str(dtype).replace("torch.", "")
+        for fn, args, kwargs in calls:  # causal_mask is left out: its output is bool whatever the precision
+            result = student.call(fn, *cases.cast(args, dtype), **kwargs)
+            require_ok(result, f"{fn}（{name}）")
+            value = _tensor_of(result)
+            if not isinstance(value, TensorSpec) or value.missing_data():
+                reason = value.missing_data() if isinstance(value, TensorSpec) else f"返回了 {value!r:.60}"
+                raise CheckFailed(f"{fn}（{name}）：{reason}。")
+            if value.dtype != name:
                 raise CheckFailed(f"{fn}：输入为 {name}，输出却是 {value.dtype}。", ["dtype-changed"])
+            if fn not in shapes:
+                shapes[fn] = tuple(_cpu_evidence(student, fn, args, kwargs).shape)
+            if tuple(value.shape) != shapes[fn]:
+                raise CheckFailed(f"{fn}（{name}）：输出形状 {list(value.shape)} 与 float64 时的 {list(shapes[fn])} 不一致。")
 
 
 @pytest.mark.points(2)

@@ -1,0 +1,67 @@
+"""What the trusted process concludes from reading the student's code (``static_scan.py``).
+
+Two consequences, both decided here and never by the student's process:
+
+- a part whose graded functions reach a built-in softmax or attention loses
+  its points, with ``[softmax-builtin]`` / ``[sdpa-builtin]``, even when the
+  run-time tripwire inside the runner was disarmed;
+- code that tampers with the grader or the process (gc walks, ``sys.modules``
+  edits, ctypes, prlimit, other pids, dynamic code) is flagged for a person:
+  it is listed in the feedback and in ``sdpa-course report``, and costs no
+  points by itself.
+"""
+from . import static_scan
+from .scoring import CheckResult
+
+# The student functions each part's hidden checks call.
+PART_FUNCTIONS = {
+    "attention_scores": ("attention_scores",), "scale_scores": ("scale_scores",), "apply_mask": ("apply_mask",),
+    "softmax": ("softmax",), "attention_output": ("attention_output",),
+    "scaled_dot_product_attention": ("scaled_dot_product_attention",), "causal_mask": ("causal_mask",),
+    "key_padding_to_attn_mask": ("key_padding_to_attn_mask",), "debugging_fix": ("fixed_attention",),
+    "device_dtype": ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
+                     "scaled_dot_product_attention", "causal_mask"),
+}
+GRADED_FUNCTIONS = sorted({f for functions in PART_FUNCTIONS.values() for f in functions})
+
+
+def review(sources):
+    """Scan the student's code cells (answers and added cells, in notebook order)."""
+    return static_scan.scan(list(sources), GRADED_FUNCTIONS)
+
+
+def charge_forbidden(results, scan, cell_numbers):
+    """Fail every check of a part whose functions statically reach a forbidden API.
+
+    `cell_numbers` maps the scan's cell indices to notebook cell indices (for
+    the message).  Checks that already failed keep their message and get the
+    code added.
+    """
+    for part, result in results.items():
+        findings = [f for fn in PART_FUNCTIONS.get(part, ()) for f in scan.forbidden.get(fn, [])]
+        if not findings:
+            continue
+        codes = list(dict.fromkeys(f.code for f in findings))
+        where = "；".join(dict.fromkeys(_where(f, cell_numbers) for f in findings))
+        message = f"评分时禁止使用内置 softmax/注意力，你的代码里有：{where}。请自己实现这一步。"
+        result.checks = [_charged(check, codes, message) for check in result.checks]
+
+
+def _charged(check, codes, message):
+    if not check.passed:
+        check.codes = list(dict.fromkeys(check.codes + codes))
+        return check
+    return CheckResult(name=check.name, title=check.title, part=check.part, max_points=check.max_points,
+                       points=0.0, passed=False, message=message, codes=codes)
+
+
+def _where(finding, cell_numbers):
+    cell = cell_numbers[finding.cell] if finding.cell < len(cell_numbers) else finding.cell
+    inside = f"（{finding.binding} 中）" if finding.binding else ""
+    return f"第 {cell + 1} 个单元格第 {finding.line} 行 {finding.detail}{inside}"
+
+
+def review_notes(scan, cell_numbers):
+    """The review findings as JSON-able dicts for grading.json, feedback and the class report."""
+    return [{"cell": cell_numbers[f.cell] if f.cell < len(cell_numbers) else f.cell, "line": f.line,
+             "category": f.code, "detail": f.detail} for f in scan.review]

@@ -1,0 +1,65 @@
+"""No points without evidence: every hidden check against a runner that tampers with what it sends.
+
+The hostile runner (``hostile_runner.py``) computes every answer with the
+reference solution and then spoils how it is sent: no values, another
+layout, a subclass, None, a wrong shape or dtype, NaN, a reply over the
+cap, stale request ids, a header that lies.  Each mode must earn nothing;
+the same runner sending honestly must earn every point, so the harness
+itself can tell the difference.
+"""
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from autograder import session
+from autograder.scoring import run_checks
+from autograder.session import Budget, StudentSession
+
+from .test_checks_local import PARTS
+
+HOSTILE = Path(__file__).with_name("hostile_runner.py")
+MODES = ["no-data", "sparse", "subclass", "meta-claim", "none", "wrong-shape", "wrong-dtype", "nan", "huge",
+         "lying-header", "stale-ids"]
+
+
+def _hostile_factory(mode):
+    def take(_session):
+        proc = subprocess.Popen([sys.executable, str(HOSTILE), mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        replies = session.reply_queue()
+        threading.Thread(target=session.read_replies, args=(proc.stdout, replies), daemon=True).start()
+        ready = replies.get(timeout=60)  # the contract: a handed runner has sent "ready"
+        assert isinstance(ready, tuple) and ready[0].get("status") == "ready", ready
+        return session.HandedRunner(proc, replies, None, open(subprocess.os.devnull, "wb"))
+    return take
+
+
+def _grade(mode):
+    previous = session.runner_factory
+    session.runner_factory = _hostile_factory(mode)
+    try:
+        with StudentSession(["pass"], budget=Budget(call_timeout=1.0, total_seconds=90)) as student:
+            student.run_notebook()
+            results = run_checks(student, PARTS, seed_key=("sdpa", "hostile"))
+    finally:
+        session.runner_factory = previous
+    return results
+
+
+def test_an_honest_runner_earns_every_point():
+    results = _grade("honest")
+    lost = {p: [(c.name, c.message) for c in r.checks if not c.passed] for p, r in results.items()
+            if r.points != r.max_points}
+    assert not lost
+    assert sum(r.points for r in results.values()) == 95
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tampered_evidence_earns_nothing(mode):
+    results = _grade(mode)
+    earned = {p: [c.name for c in r.checks if c.points] for p, r in results.items() if r.points}
+    assert earned == {}, f"{mode}: points without evidence in {earned}"
+    assert not any(c.grader_error for r in results.values() for c in r.checks), "a check crashed in the grader"

@@ -1,0 +1,334 @@
+"""Unit tests of the grader's static read of student code (`autograder/static_scan.py`)."""
+import json
+import textwrap
+
+import pytest
+
+from autograder import samples, static_scan
+from autograder.static_scan import Finding, scan
+
+FUNCTIONS = ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
+             "scaled_dot_product_attention", "causal_mask", "key_padding_to_attn_mask", "fixed_attention")
+
+HAND_SOFTMAX = """
+def softmax(x, dim=-1):
+    \"\"\"Compute softmax by hand.\"\"\"
+    softmax_out = torch.exp(x - x.amax(dim=dim, keepdim=True))
+    return softmax_out / softmax_out.sum(dim=dim, keepdim=True)
+"""
+OWN_SDPA = """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    weights = softmax(apply_mask(scale_scores(attention_scores(q, k), q.shape[-1]), mask), dim=-1)
+    return weights @ v, weights
+"""
+
+
+def cells(*sources):
+    return [textwrap.dedent(s).strip("\n") + "\n" for s in sources]
+
+
+def codes(result, function):
+    return {f.code for f in result.forbidden[function]}
+
+
+def solution_answer_cells():
+    nb = json.loads(samples.SOLUTION_NOTEBOOK.read_text())
+    return ["".join(c["source"]) for c in nb["cells"]
+            if c["cell_type"] == "code" and c["metadata"].get("nbgrader", {}).get("solution")]
+
+
+# -- forbidden uses that a graded function reaches -----------------------------------
+
+SOFTMAX_CASES = {
+    "direct": ["def softmax(x, dim=-1):\n    return torch.softmax(x, dim=dim)"],
+    "functional": ["def softmax(x, dim=-1):\n    return F.softmax(x, dim)"],
+    "method": ["def softmax(x, dim=-1):\n    return x.softmax(dim)"],
+    "log-softmax": ["def softmax(x, dim=-1):\n    return F.log_softmax(x, dim).exp()"],
+    "module": ["def softmax(x, dim=-1):\n    return nn.Softmax(dim=dim)(x)"],
+    "helper": ["def helper(x):\n    return F.softmax(x, -1)", "def softmax(x, dim=-1):\n    return helper(x)"],
+    "helper-defined-later": ["def softmax(x, dim=-1):\n    return helper(x)", "def helper(x):\n    return F.softmax(x, -1)"],
+    "module-alias": ["sm = torch.softmax", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
+    "lambda": ["softmax = lambda x, dim=-1: x.softmax(dim)"],
+    "callable-class": ["""
+        class S:
+            def __call__(self, x, dim=-1):
+                return torch.softmax(x, dim)
+        _s = S()
+        def softmax(x, dim=-1):
+            return _s(x, dim)
+        """],
+    "import-alias": ["from torch.nn.functional import softmax as sm\n\ndef softmax(x, dim=-1):\n    return sm(x, dim)"],
+    "import-in-function": ["def softmax(x, dim=-1):\n    from torch import softmax as s\n    return s(x, dim)"],
+    "import-rebinds": ["from torch import softmax"],
+    "star-import": ["from torch.nn.functional import *\n\ndef softmax2(x):\n    return x", "sm = log_softmax",
+                    "def softmax(x, dim=-1):\n    return sm(x, dim).exp()"],
+    "getattr": ['def softmax(x, dim=-1):\n    return getattr(torch, "softmax")(x, dim)'],
+    "getattr-folded": ['def softmax(x, dim=-1):\n    return getattr(x, "soft" + "max")(dim)'],
+    "aten-getattr": ['def softmax(x, dim=-1):\n    return torch.ops.aten.__getattr__("_softmax")(x, dim, False)'],
+    "aten-string": ['def softmax(x, dim=-1):\n    return torch._C._dispatch_call("aten::_softmax", x, dim)'],
+    "masked-softmax": [samples.MASKED_SOFTMAX],
+    "masked-softmax-overload": ["def softmax(x, dim=-1):\n    return torch.ops.aten._masked_softmax.default(x, x > 0, dim)"],
+    "refs": ["def softmax(x, dim=-1):\n    return torch._refs.softmax(x, dim)"],
+    "decomp": ["def softmax(x, dim=-1):\n    return torch._decomp.decompositions._softmax(x, dim, False)"],
+    "safe-softmax": ["def softmax(x, dim=-1):\n    return torch._safe_softmax(x, dim)"],
+    "special": ["def softmax(x, dim=-1):\n    return torch.special.softmax(x, dim)"],
+    "softmin": ["def softmax(x, dim=-1):\n    return F.softmin(-x, dim)"],
+    "with-block": ["with torch.no_grad():\n    sm = torch.softmax", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
+    "for-target": ["for sm in [torch.softmax]:\n    pass", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
+    "container": ["TOOLS = {}", 'TOOLS["sm"] = torch.softmax', "def softmax(x, dim=-1):\n    return TOOLS['sm'](x, dim)"],
+    "global-in-function": ["def setup():\n    global sm\n    sm = torch.softmax\nsetup()",
+                           "def softmax(x, dim=-1):\n    return sm(x, dim)"],
+    "globals-subscript": ['globals()["sm"] = torch.softmax', "def softmax(x, dim=-1):\n    return sm(x, dim)"],
+    "default-argument": ["def softmax(x, dim=-1, f=torch.softmax):\n    return f(x, dim)"],
+    "class-attribute": ["class S:\n    fn = staticmethod(F.softmax)", "def softmax(x, dim=-1):\n    return S.fn(x, dim)"],
+    "magic-cell-body": ["%%time\ndef softmax(x, dim=-1):\n    return torch.softmax(x, dim)"],
+    "magic-line": ["%time sm = torch.softmax", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
+}
+
+
+@pytest.mark.parametrize("name", SOFTMAX_CASES)
+def test_softmax_builtin_is_forbidden(name):
+    result = scan(cells(*SOFTMAX_CASES[name]), FUNCTIONS)
+    assert "softmax-builtin" in codes(result, "softmax"), result.findings
+
+
+SDPA_CASES = {
+    "functional": ["def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                   "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None"],
+    "builtin-sample": [samples.BUILTIN_SDPA],
+    "flash-cpu-op": ["def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                     "    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)[0], None"],
+    "fused-choice": ["def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                     "    torch._fused_sdp_choice(q, k, v)\n    return q, q"],
+    "mha-forward": ["def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                    "    return F.multi_head_attention_forward(q, k, v)"],
+    "mha-module": ["mha = nn.MultiheadAttention(8, 1)",
+                   "def scaled_dot_product_attention(q, k, v, mask=None):\n    return mha(q, k, v)"],
+    "native-mha": ["def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                   "    return torch._native_multi_head_attention(q, k, v)"],
+    "encoder-layer": ["layer = torch.nn.TransformerEncoderLayer(8, 1)",
+                      "def scaled_dot_product_attention(q, k, v, mask=None):\n    return layer(q), None"],
+    "flex": ["from torch.nn.attention.flex_attention import flex_attention",
+             "def scaled_dot_product_attention(q, k, v, mask=None):\n    return flex_attention(q, k, v), None"],
+    "flex-attribute": ["def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                       "    return torch.nn.attention.flex_attention.flex_attention(q, k, v), None"],
+    "via-own-softmax": ["def softmax(x, dim=-1):\n    return torch.softmax(x, dim)", OWN_SDPA],
+}
+
+
+@pytest.mark.parametrize("name", SDPA_CASES)
+def test_sdpa_builtin_is_forbidden(name):
+    result = scan(cells(*SDPA_CASES[name]), FUNCTIONS)
+    assert result.forbidden["scaled_dot_product_attention"], result.findings
+    if name == "via-own-softmax":
+        assert codes(result, "scaled_dot_product_attention") == {"softmax-builtin"}
+    else:
+        assert "sdpa-builtin" in codes(result, "scaled_dot_product_attention")
+
+
+def test_attention_family_wins_over_softmax():
+    assert static_scan.family("_scaled_dot_product_flash_attention_for_cpu") == "sdpa-builtin"
+    assert static_scan.family("_transformer_softmax") == "sdpa-builtin"
+    assert static_scan.family("LogSoftmax") == "softmax-builtin"
+    assert static_scan.family("logsumexp") is None
+
+
+def test_finding_fields():
+    result = scan(cells("x = 1", "def helper(x):\n    return F.softmax(x, -1)", "def softmax(x, dim=-1):\n"
+                        "    return helper(x)"), FUNCTIONS)
+    assert result.forbidden["softmax"] == [Finding(1, 2, "forbidden", "softmax-builtin", "F.softmax", "helper")]
+    assert static_scan.describe(result.forbidden["softmax"][0]).startswith("第 2 个单元格第 2 行：F.softmax")
+
+
+def test_chained_attribute_is_one_finding():
+    result = scan(cells("def softmax(x, dim=-1):\n    return torch.ops.aten._masked_softmax.default(x, x, dim)"),
+                  FUNCTIONS)
+    assert [f.detail for f in result.forbidden["softmax"]] == ["torch.ops.aten._masked_softmax"]
+
+
+# -- what must not be forbidden -----------------------------------------------------
+
+def test_reference_solution_is_clean():
+    result = scan(solution_answer_cells(), FUNCTIONS)
+    assert result.findings == [] and result.unparsable == []
+    assert set(result.forbidden) == set(FUNCTIONS)
+    reference = scan([(samples.ROOT / "solutions" / "sdpa.py").read_text()], FUNCTIONS)
+    assert reference.findings == []
+
+
+def correct_sample_sources():
+    for sample in samples.CORRECT:
+        yield from ((sample.name, s) for s in (*sample.replace.values(), *sample.append))
+
+
+@pytest.mark.parametrize("name,source", list(correct_sample_sources()))
+def test_correct_samples_have_no_forbidden(name, source):
+    result = scan(solution_answer_cells() + [source], FUNCTIONS)
+    assert [f for f in result.findings if f.kind == "forbidden"] == []
+    assert result.review == []
+
+
+def test_own_softmax_docstring_locals_and_unreachable_comparisons():
+    result = scan(cells(HAND_SOFTMAX, OWN_SDPA, """
+        q, k, v = torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 2)
+        print((scaled_dot_product_attention(q, k, v)[0] - F.scaled_dot_product_attention(q, k, v)).abs().max())
+        print(torch.allclose(softmax(q), torch.softmax(q, -1)))
+        """), FUNCTIONS)
+    assert all(result.forbidden[f] == [] for f in FUNCTIONS)
+    top = [f for f in result.findings if f.kind == "forbidden"]
+    assert {f.detail for f in top} == {"F.scaled_dot_product_attention", "torch.softmax"}
+    assert all(f.binding is None for f in top)
+
+
+def test_local_name_does_not_reach_a_global_of_the_same_name():
+    result = scan(cells("sm = torch.softmax(torch.ones(3), -1)", """
+        def softmax(x, dim=-1):
+            sm = torch.exp(x - x.amax(dim=dim, keepdim=True))
+            return sm / sm.sum(dim=dim, keepdim=True)
+        """), FUNCTIONS)
+    assert result.forbidden["softmax"] == []
+
+
+def test_missing_function_maps_to_empty_list():
+    result = scan(cells("x = 1"), ["softmax", "not_defined"])
+    assert result.forbidden == {"softmax": [], "not_defined": []}
+
+
+def test_unconditional_rebinding_replaces():
+    result = scan(cells("softmax = torch.softmax", HAND_SOFTMAX, OWN_SDPA), FUNCTIONS)
+    assert result.forbidden["softmax"] == result.forbidden["scaled_dot_product_attention"] == []
+    assert any(f.code == "softmax-builtin" for f in result.findings)  # still recorded
+
+
+def test_conditional_rebinding_adds():
+    conditional = "if True:\n" + textwrap.indent(HAND_SOFTMAX.strip("\n"), "    ")
+    result = scan(cells("softmax = torch.softmax", conditional, OWN_SDPA), FUNCTIONS)
+    assert codes(result, "softmax") == codes(result, "scaled_dot_product_attention") == {"softmax-builtin"}
+    in_try = "try:\n" + textwrap.indent(HAND_SOFTMAX.strip("\n"), "    ") + "\nexcept Exception:\n    pass"
+    assert codes(scan(cells("softmax = torch.softmax", in_try), FUNCTIONS), "softmax") == {"softmax-builtin"}
+
+
+def test_star_import_before_own_definition_is_replaced():
+    result = scan(cells("from torch.nn.functional import *", HAND_SOFTMAX), FUNCTIONS)
+    assert result.forbidden["softmax"] == []
+    assert codes(result, "scaled_dot_product_attention") == {"sdpa-builtin"}  # bound by the star, never redefined
+
+
+def test_cycles_terminate():
+    result = scan(cells("def a(x):\n    return b(x)", "def b(x):\n    return a(x) + x.softmax(-1)",
+                        "def softmax(x, dim=-1):\n    return a(x)"), FUNCTIONS)
+    assert codes(result, "softmax") == {"softmax-builtin"}
+
+
+# -- parsing ---------------------------------------------------------------------------
+
+def test_unparsable_cell_is_recorded_and_skipped():
+    result = scan(cells("def softmax(x:\n    return torch.softmax(x)", HAND_SOFTMAX), FUNCTIONS)
+    assert result.unparsable == [0]
+    assert result.findings == []
+
+
+def test_source_given_as_lines():
+    result = scan([["def softmax(x, dim=-1):\n", "    return x.softmax(dim)\n"]], FUNCTIONS)
+    assert codes(result, "softmax") == {"softmax-builtin"}
+
+
+def test_magics_do_not_break_parsing():
+    result = scan(cells("%matplotlib inline\nimport math", "softmax?", HAND_SOFTMAX + "\n%timeit softmax(x)"),
+                  FUNCTIONS)
+    assert result.unparsable == [] and result.findings == []
+    shell = scan(cells("!pip list\nx = 1"), FUNCTIONS)
+    assert shell.unparsable == [] and [(f.code, f.detail) for f in shell.review] == [("dynamic-code", "!pip list")]
+
+
+def test_magic_body_keeps_cell_lines():
+    result = scan(cells("%%time\nx = 1\ny = torch.softmax(x, -1)"), FUNCTIONS)
+    assert [(f.line, f.detail) for f in result.findings] == [(3, "torch.softmax")]
+
+
+# -- review ---------------------------------------------------------------------------
+
+REVIEW_CASES = [
+    ("introspection", "import gc\nobjs = gc.get_objects()", "gc.get_objects"),
+    ("introspection", "import sys\nf = sys._getframe(1).f_back", "sys._getframe"),
+    ("introspection", "import inspect\nframe = inspect.currentframe()", "inspect.currentframe"),
+    ("introspection", "g = scale_scores.__globals__", "scale_scores.__globals__"),
+    ("introspection", "kids = object.__subclasses__()", "object.__subclasses__"),
+    ("module-edit", 'import sys\nsys.modules["torch"] = None', "sys.modules[...]"),
+    ("module-edit", 'import sys\nsys.modules.pop("wire", None)', "sys.modules.pop"),
+    ("module-edit", "torch.allclose = lambda *a, **k: True", "torch.allclose"),
+    ("module-edit", "import numpy as np\nnp.allclose = lambda *a: True", "np.allclose"),
+    ("module-edit", 'setattr(torch, "equal", lambda *a: True)', "setattr(torch, …)"),
+    ("module-edit", "import builtins\nbuiltins.print = len", "builtins.print"),
+    ("native-code", "import ctypes", "import ctypes"),
+    ("native-code", "from cffi import FFI", "import cffi"),
+    ("native-code", 'lib = torch.ops.load_library("/tmp/evil.so")', "'/tmp/evil.so'"),
+    ("process-limits", "import resource\nresource.setrlimit(resource.RLIMIT_AS, (1, 1))", "resource.setrlimit"),
+    ("process-limits", "import os\nos.nice(19)", "os.nice"),
+    ("process-limits", "import os\nos.sched_setaffinity(0, {0})", "os.sched_setaffinity"),
+    ("process-limits", "import fcntl\nfcntl.fcntl(1, 1031, 4096)", "fcntl.fcntl"),
+    ("process-limits", "import os\nos.set_blocking(1, False)", "os.set_blocking(1, False)"),
+    ("other-processes", 'status = open("/proc/2/status").read()', "'/proc/2/status'"),
+    ("other-processes", 'pid = 7\nstat = open(f"/proc/{pid}/stat").read()', "'/proc/'"),
+    ("other-processes", "import os, signal\nos.kill(1, signal.SIGSTOP)", "os.kill"),
+    ("other-processes", "from os import kill", "os.kill"),
+    ("other-processes", "import signal\nsignal.pidfd_send_signal(3, 9)", "signal.pidfd_send_signal"),
+    ("dynamic-code", 'exec("x = 1")', "exec"),
+    ("dynamic-code", 'f = eval("len")', "eval"),
+    ("dynamic-code", 'm = __import__("os")', "__import__"),
+    ("dynamic-code", 'import importlib\nm = importlib.import_module("os")', "importlib.import_module"),
+    ("dynamic-code", 'name = "x"\ny = getattr(torch, name)', "getattr(…, name)"),
+    ("dynamic-code", 'globals()["softmax"] = len', "globals()[...]"),
+    ("dynamic-code", "%%bash\necho hi", "%%bash"),
+    ("grader-internals", "ip = get_ipython()\nip.events.register('post_run_cell', print)", "ip.events"),
+    ("grader-internals", "get_ipython().display_formatter.formatters.clear()", "get_ipython().display_formatter"),
+    ("grader-internals", "def f(r):\n    return r.proto_out", "r.proto_out"),
+    ("grader-internals", 'import sys\nw = sys.modules["wire"]', "'wire'"),
+]
+
+
+@pytest.mark.parametrize("code,source,detail", REVIEW_CASES)
+def test_review_categories(code, source, detail):
+    result = scan([source], FUNCTIONS)
+    assert (code, detail) in {(f.code, f.detail) for f in result.review}, result.review
+    assert all(f.kind == "review" for f in result.review)
+
+
+@pytest.mark.parametrize("source", [
+    "import os\npath = '/proc/self/status'\nos.waitpid(-1, os.WNOHANG)",
+    "class Box:\n    def __init__(self):\n        self.value = 1\nb = Box()\nb.value = 2",
+    'x = getattr(torch, "float32")\nimport sys\nprint(sys.modules["torch"])',
+    "import re\npattern = re.compile('a+')\nmodel_eval = torch.nn.Linear(2, 2).eval()",
+    "x = torch.stack([torch.ones(2)])",
+])
+def test_ordinary_code_is_not_flagged(source):
+    assert scan([source], FUNCTIONS).review == []
+
+
+def test_review_findings_deduplicated_and_short():
+    result = scan(["import gc\ngc.get_objects(); gc.get_objects()", "x = '/proc/1/" + "a" * 200 + "'"], FUNCTIONS)
+    assert [f.detail for f in result.review].count("gc.get_objects") == 1
+    assert all(len(f.detail) <= 80 for f in result.findings)
+
+
+def attack_sources():
+    for sample in samples.ATTACKS:
+        for source in sample.append:
+            if any(word in source for word in ("ctypes", "os.kill", "gc.")):
+                yield sample.name, source
+
+
+@pytest.mark.parametrize("name,source", list(attack_sources()))
+def test_attacks_are_flagged_for_review(name, source):
+    assert scan([source], FUNCTIONS).review
+
+
+def test_evidence_attacks_are_caught():
+    disarm = next(s for s in samples.EVIDENCE if s.name == "attack-disarm-tripwires")
+    result = scan(solution_answer_cells() + list(disarm.replace.values()) + list(disarm.append), FUNCTIONS)
+    assert codes(result, "softmax") == {"softmax-builtin"}
+    assert codes(result, "scaled_dot_product_attention") == {"sdpa-builtin"}
+    assert {"introspection", "grader-internals"} <= {f.code for f in result.review}
+    for source in (samples.STOP_AND_SMALL_PIPE, samples.OUTPUT_FLOOD, samples.ZYGOTE_STATE,
+                   samples.STRIP_TENSOR_DATA):
+        assert scan([source], FUNCTIONS).review, source
