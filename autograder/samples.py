@@ -9,7 +9,10 @@ notebook JSON.  `expect` says what grading must give:
 - "full": every automatic point;
 - "zero": no automatic point;
 - "partial": more than zero, less than full, and every code in `codes` shown;
-- "same-as-correct-minus": full points except for the parts in `lose`.
+- "lose": full points except that the grade cells in `lose` may lose some;
+- "lose-all": the grade cells in `lose` get zero, every other one full marks.
+
+Attacks, bugs and fairness samples may also list `codes`, which feedback must name.
 """
 import copy
 import json
@@ -28,8 +31,8 @@ MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*(?:\n|\Z)", re.M)
 @dataclass(frozen=True)
 class Sample:
     name: str
-    kind: str  # correct | bug | attack | empty
-    expect: str  # full | zero | partial | lose
+    kind: str  # correct | bug | attack | fairness | empty
+    expect: str  # full | zero | partial | lose | lose-all
     replace: dict = field(default_factory=dict)  # answer cell grade_id -> source
     append: tuple = ()  # extra code cells, added after the first answer cell
     codes: tuple = ()  # misconception codes that feedback must name
@@ -505,9 +508,195 @@ def scale_scores(scores, d_k):
     Sample("attack-stop-everyone-else", "attack", "full", append=(STOP_OTHERS,)),
 ]
 
+# -- evidence: points only for values that arrived and were checked -----------------
+SPARSE_ZEROS = {name: f"""
+def {name}(*args, **kwargs):
+    first = next(a for a in args if isinstance(a, torch.Tensor))
+    return torch.zeros({shape}, dtype=first.dtype, device=first.device).to_sparse()
+""" for name, shape in (("attention_scores", "*args[0].shape[:-1], args[1].shape[-2]"),
+                         ("scale_scores", "args[0].shape"), ("apply_mask", "args[0].shape"),
+                         ("softmax", "args[0].shape"), ("attention_output", "*args[0].shape[:-1], args[1].shape[-1]"),
+                         ("fixed_attention", "*args[0].shape[:-1], args[2].shape[-1]"))}
+SPARSE_ZEROS["scaled_dot_product_attention"] = """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype, device=q.device).to_sparse()
+    return out, torch.zeros(*q.shape[:-1], k.shape[-2], dtype=q.dtype, device=q.device).to_sparse()
+"""
+SPARSE_ZEROS["causal_mask"] = """
+def causal_mask(L, S, device=None):
+    return torch.zeros(L, S, dtype=torch.bool, device=device).to_sparse()
+"""
+SPARSE_ZEROS["key_padding_to_attn_mask"] = """
+def key_padding_to_attn_mask(key_padding_mask):
+    B, S = key_padding_mask.shape
+    return torch.zeros(B, 1, 1, S, dtype=torch.bool).to_sparse()
+"""
+NONE_ANSWERS = {name: f"def {name}(*args, **kwargs):\n    return None\n" for name in GARBAGE
+                if name not in ("hand-calc-answers", "shape-answers", "bug-choice")}
+
+# The runner's encoder, patched from student code: tensors go out without their values.
+STRIP_TENSOR_DATA = """
+import sys
+_wire = sys.modules["wire"]
+_encode = _wire.encode
+def _no_values(value, blobs, depth=0):
+    out = _encode(value, blobs, depth)
+    if isinstance(out, dict) and out.get("__tensor__") is not None:
+        blobs.pop()
+        out["__tensor__"] = None
+    return out
+_wire.encode = _no_values
+"""
+TENSOR_PARTS = ("attention_scores-check", "scale_scores-check", "apply_mask-check", "softmax-check",
+                "attention_output-check", "scaled_dot_product_attention-check", "causal_mask-check",
+                "key_padding_to_attn_mask-check", "fixed_attention-check", "device_dtype-check")
+SOFTMAX_PARTS = ("softmax-check", "scaled_dot_product_attention-check", "fixed_attention-check", "device_dtype-check")
+
+# -- limits held by the grader, not by the student's process ------------------------
+# Finds the runner through gc, lifts its tripwires and drops its aten kernels.
+DISARM_TRIPWIRES = """
+import gc
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Runner":
+        _runner = _obj
+_runner.install_tripwires = lambda: None
+type(_runner).blocking = property(lambda self: False, lambda self, value: None)
+for _lib in getattr(_runner, "_libraries", {}).values():
+    _lib._destroy()
+"""
+BUILTIN_SOFTMAX = """
+def softmax(x, dim=-1):
+    return torch.softmax(x, dim=dim)
+"""
+BUILTIN_SDPA = """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError("S mismatch")
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    eye = torch.eye(k.shape[-2], dtype=q.dtype, device=q.device).expand(*k.shape[:-1], k.shape[-2])
+    return out, F.scaled_dot_product_attention(q, k, eye, attn_mask=mask)
+"""
+MASKED_SOFTMAX = """
+def softmax(x, dim=-1):
+    keep = torch.zeros_like(x, dtype=torch.bool)
+    return torch.nan_to_num(torch.ops.aten._masked_softmax(x, keep, dim % x.dim()), nan=0.0)
+"""
+
+# After replying, the runner stops itself; its request pipe is shrunk to one page,
+# and the next cell is larger than that, so a blocking write would wait forever.
+STOP_AND_SMALL_PIPE = """
+import fcntl, gc, os, signal
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Runner":
+        _runner = _obj
+fcntl.fcntl(_runner.proto_in.fileno(), 1031, 4096)  # F_SETPIPE_SZ
+
+class _StopAfterReply:
+    def __init__(self, inner):
+        self.inner = inner
+    def write(self, data):
+        return self.inner.write(data)
+    def flush(self):
+        self.inner.flush()
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+_runner.proto_out = _StopAfterReply(_runner.proto_out)
+"""
+BIG_CELL = "# " + "填充" * 6000 + "\nbig_cell_ran = True"
+
+# Lifts the runner's own output caps, prints 3 MB after every cell and 8 MB once.
+OUTPUT_FLOOD = """
+import gc, sys
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Runner":
+        _runner = _obj
+_limits = type(_runner)._stream.__globals__  # the runner module's globals
+_limits["MAX_STREAM_CHARS_PER_CELL"] = 10**10
+_limits["MAX_DISPLAY_BYTES_PER_CELL"] = 10**10
+get_ipython().events.register("post_run_cell", lambda result: print("x" * 3_000_000))
+"""
+
+# -- the next student: nothing reaches the zygote's later runners --------------------
+ZYGOTE_STATE = """
+import ctypes, os, resource
+done = []
+zygote = 2 if os.getpid() != 2 else None  # under a fork server pid 2 is the zygote; else it is this runner
+for what, attempt in [] if zygote is None else [
+        ("as", lambda: resource.prlimit(zygote, resource.RLIMIT_AS, (2**28, 2**28))),
+        ("nofile", lambda: resource.prlimit(zygote, resource.RLIMIT_NOFILE, (16, 16))),
+        ("nproc", lambda: resource.prlimit(zygote, resource.RLIMIT_NPROC, (4, 4))),
+        ("nice", lambda: os.setpriority(os.PRIO_PROCESS, zygote, 19)),
+        ("idle", lambda: os.sched_setscheduler(zygote, os.SCHED_IDLE, os.sched_param(0))),
+        ("affinity", lambda: os.sched_setaffinity(zygote, {0}))]:
+    try:
+        attempt()
+        done.append(what)
+    except OSError:
+        pass
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mq_open.restype = ctypes.c_int
+if _libc.mq_open(b"/left-behind", os.O_CREAT | os.O_RDWR, 0o600, None) >= 0:
+    done.append("mqueue")
+if _libc.syscall(248, b"user", b"left-behind", b"x", 1, -4) >= 0:  # add_key to the user keyring (x86_64)
+    done.append("keyring")
+os.chmod(".", 0o555)
+"""
+
+FAIR_FORMS = {
+    "hand-calc-answers": """
+from decimal import Decimal
+from fractions import Fraction
+import numpy as np
+hand_scores = np.array([0.0, 2 * math.log(2), 2 * math.log(5)])
+hand_scaled = torch.tensor([0.0, math.log(2), math.log(5)])
+hand_weights = [Fraction(1, 8), Fraction(2, 8), Fraction(5, 8)]
+hand_output = Decimal(12)
+hand_masked_output = np.float64(16 / 3)
+""",
+    "shape-answers": """
+import numpy as np
+shape_scores = torch.Size([2, 4, 5, 7])
+shape_weights = np.array([2, 4, 5, 7])
+shape_output = [np.int64(2), 4, 5, 16]
+shape_padding_mask = torch.tensor([2, 1, 1, 7])
+softmax_dim = np.int64(-1)
+""",
+    "attention_scores": """
+class ShapeMismatch(ValueError):
+    pass
+
+def attention_scores(q, k):
+    if q.shape[-1] != k.shape[-1]:
+        raise ShapeMismatch(f"d_k: {q.shape[-1]} != {k.shape[-1]}")
+    return q @ k.transpose(-2, -1)
+""",
+}
+
+EVIDENCE = [
+    Sample("attack-sparse-outputs", "attack", "zero", dict(GARBAGE, **SPARSE_ZEROS),
+           note="tensors of the right shape, dtype and device that carry no values"),
+    Sample("attack-strip-tensor-data", "attack", "lose-all", append=(STRIP_TENSOR_DATA,), lose=TENSOR_PARTS,
+           note="correct code, but the patched runner sends no tensor values"),
+    Sample("attack-return-none", "attack", "zero", dict(GARBAGE, **NONE_ANSWERS)),
+    Sample("attack-disarm-tripwires", "attack", "lose-all", {"softmax": BUILTIN_SOFTMAX,
+                                                            "scaled_dot_product_attention": BUILTIN_SDPA},
+           append=(DISARM_TRIPWIRES,), lose=SOFTMAX_PARTS, codes=("softmax-builtin", "sdpa-builtin")),
+    Sample("attack-masked-softmax", "attack", "lose-all", {"softmax": MASKED_SOFTMAX}, lose=SOFTMAX_PARTS,
+           codes=("softmax-builtin",)),
+    Sample("attack-stop-and-small-pipe", "attack", "lose", append=(STOP_AND_SMALL_PIPE, BIG_CELL),
+           lose=tuple(g for g in TENSOR_PARTS) + ("hand-calc-check", "shapes-check", "bug-choice-check"),
+           note="every wait on the runner has a wall-clock deadline"),
+    Sample("attack-output-flood", "attack", "full", append=(OUTPUT_FLOOD, "print('y' * 8_000_000)"),
+           note="outputs are capped in the grader: the notebook stays small"),
+    Sample("attack-zygote-state", "attack", "full", append=(ZYGOTE_STATE,),
+           note="aimed at later runners of the same zygote sandbox"),
+    Sample("fairness-answer-forms", "fairness", "full", FAIR_FORMS,
+           note="Fraction, Decimal, numpy and tensor answers; a ValueError subclass"),
+]
+
 EMPTY = [Sample("empty-release", "empty", "zero")]
 
-CATALOGUE = CORRECT + BUGS + ATTACKS + EMPTY
+CATALOGUE = CORRECT + BUGS + ATTACKS + EVIDENCE + EMPTY
 
 
 def verdict(sample, cells, shown_codes):
@@ -525,10 +714,14 @@ def verdict(sample, cells, shown_codes):
         return False, f"earned {earned} points: {({k: v for k, v in cells.items() if v[0]})}"
     if sample.expect == "partial" and not 0 < earned < possible:
         return False, f"expected partial credit, got {earned}/{possible}"
-    if sample.expect == "lose":
+    if sample.expect in ("lose", "lose-all"):
         outside = {k: v for k, v in lost.items() if k not in sample.lose}
         if outside:
             return False, f"parts outside {sample.lose} lost points: {outside}"
+    if sample.expect == "lose-all":
+        kept = {k: v for k, v in cells.items() if k in sample.lose and v[0]}
+        if kept:
+            return False, f"parts in `lose` kept points: {kept}"
     missing = set(sample.codes) - set(shown_codes)
     if missing:
         return False, f"feedback did not name {sorted(missing)} (named {sorted(shown_codes)})"

@@ -126,3 +126,23 @@ def test_parallel_workers_grade_the_whole_catalogue_as_stock_does(graded_course,
 
     differ = [s.name for s in samples.CATALOGUE if notebook(root, s.name) != notebook(stock, s.name)]
     assert differ == []
+
+
+def test_outputs_are_capped_by_the_grader(graded_course):
+    """The flood sample lifts the runner's own caps: the autograded notebook must stay small."""
+    path = graded_course["root"] / "autograded" / "attack-output-flood" / "sdpa" / "sdpa.ipynb"
+    assert path.stat().st_size < 2 * 2**20
+    assert "输出过大，评分时已截断" in path.read_text(encoding="utf-8")
+
+
+def test_tampering_is_flagged_for_review_and_costs_nothing_by_itself(graded_course):
+    root = graded_course["root"]
+    flagged = grading_report(root, "attack-disarm-tripwires")["review"]
+    assert {"introspection", "grader-internals"} <= {note["category"] for note in flagged}
+    assert "需要助教人工复核" in course.feedback_html(root, "attack-disarm-tripwires").read_text()
+    for student in ("correct-reference", "correct-alternatives", "correct-noisy", "fairness-answer-forms"):
+        assert grading_report(root, student)["review"] == [], student
+    # Flagged, yet graded on its answers alone: full marks.
+    assert grading_report(root, "attack-leave-traces")["review"]
+    cells = graded_course["grades"]["attack-leave-traces"]
+    assert sum(s for s, _ in cells.values()) == 95

@@ -41,10 +41,15 @@ def main():
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row[:6], widths)), row[6])
     bugs, attacks, correct = tally.get("bug", []), tally.get("attack", []), tally.get("correct", [])
+    fair = tally.get("fairness", [])
     print(f"\ncatch rate:      {sum(c for _, c, _ in bugs)}/{len(bugs)} buggy samples lose points")
     print(f"diagnosis rate:  {sum(d for _, _, d in bugs)}/{len(bugs)} buggy samples get their expected code")
     print(f"attacks held:    {sum(o for o, _, _ in attacks)}/{len(attacks)}")
     print(f"correct variants at full marks: {sum(o for o, _, _ in correct)}/{len(correct)}")
+    print(f"unusual answer forms at full marks: {sum(o for o, _, _ in fair)}/{len(fair)}")
+    evidence = {s.name for s in samples.EVIDENCE}
+    print("evidence, bounds and clean-start samples: " + ", ".join(
+        f"{row[0]} ({'held' if row[6] == 'ok' else 'FAILED'})" for row in rows if row[0] in evidence))
     print(f"grading time:    {seconds / len(samples.CATALOGUE):.2f} s per submission "
           f"(stock nbgrader autograde, {len(samples.CATALOGUE)} submissions, {seconds:.0f} s)")
     return 0 if all(r[6] == "ok" for r in rows) else 1

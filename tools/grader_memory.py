@@ -1,0 +1,71 @@
+"""Peak memory of the grading process, per submission: a normal one and a flood.
+
+Usage: python tools/grader_memory.py [SAMPLE ...]
+       (default: correct-reference attack-output-flood attack-stop-and-small-pipe)
+
+Each sample is graded alone by stock `nbgrader autograde --student NAME` on a
+temporary copy of the course.  The grading process's own peak resident set
+(VmHWM of that pid, sampled until it exits; sandboxed runners are other
+processes and do not count) is printed with the wall time and the size of
+the autograded notebook.
+"""
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from autograder import course, samples  # noqa: E402
+
+DEFAULT = ("correct-reference", "attack-output-flood", "attack-stop-and-small-pipe")
+
+
+def _high_water_mib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def grade_one(root, student):
+    """(peak MiB of the grading process, seconds, autograded notebook bytes, exit code)."""
+    cmd = [sys.executable, "-m", "nbgrader", "autograde", course.ASSIGNMENT, "--student", student, "--force",
+           "--log-level=ERROR"]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=root, env=course.nbgrader_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    peak = 0.0
+    while proc.poll() is None:
+        peak = max(peak, _high_water_mib(proc.pid))
+        time.sleep(0.02)
+    seconds = time.perf_counter() - started
+    notebook = Path(root) / "autograded" / student / course.ASSIGNMENT / f"{course.ASSIGNMENT}.ipynb"
+    return peak, seconds, notebook.stat().st_size if notebook.exists() else 0, proc.returncode
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("samples", nargs="*", default=DEFAULT)
+    names = parser.parse_args().samples
+    chosen = [s for s in samples.CATALOGUE if s.name in names]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = course.make_course(Path(tmp) / "course")
+        course.nbgrader(root, "generate_assignment", course.ASSIGNMENT, "--force")
+        release = course.release_notebook(root)
+        for sample in chosen:
+            course.submit(root, sample.name, samples.build(sample, release))
+        print(f"{'sample':32s} {'peak RSS MiB':>12s} {'seconds':>8s} {'notebook KiB':>12s}  exit")
+        for sample in chosen:
+            peak, seconds, size, code = grade_one(root, sample.name)
+            print(f"{sample.name:32s} {peak:12.0f} {seconds:8.1f} {size / 1024:12.0f}  {code}")
+
+
+if __name__ == "__main__":
+    main()
