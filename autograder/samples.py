@@ -552,6 +552,67 @@ TENSOR_PARTS = ("attention_scores-check", "scale_scores-check", "apply_mask-chec
                 "key_padding_to_attn_mask-check", "fixed_attention-check", "device_dtype-check")
 SOFTMAX_PARTS = ("softmax-check", "scaled_dot_product_attention-check", "fixed_attention-check", "device_dtype-check")
 
+# -- built-ins in disguise (found by a red-team pass over the static scan) ------------
+CAPTURED_REFS = """
+import torch._refs
+_impl = []
+_impl.append(torch._refs.softmax)  # stored, not bound: reachable through `_impl`
+
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_impl[0](x, dim), nan=0.0)
+"""
+LOOKED_UP_NAME = """
+import torch._refs as _r
+_impl = vars(_r)[" softmax ".strip()]
+
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_impl(x, dim), nan=0.0)
+"""
+# Reaches the runner through a closure (no gc), drops its kernels, calls a captured SDPA.
+UNWIRED_SDPA = """
+import inspect
+_fa = []
+_fa.append(F.scaled_dot_product_attention)
+
+def _unwire():
+    runner = inspect.getclosurevars(type(get_ipython().display_pub).publish).nonlocals["runner"]
+    libraries = vars(runner).get("_libraries", {})
+    while libraries:
+        libraries.popitem()[1]._destroy()
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError("S mismatch")
+    _unwire()
+    eye = torch.eye(k.shape[-2], dtype=q.dtype, device=q.device).expand(*k.shape[:-1], k.shape[-2])
+    return _fa[0](q, k, v, attn_mask=mask), _fa[0](q, k, eye, attn_mask=mask)
+"""
+# Correct code whose own names look like built-ins: a method, an attribute, a dict key.
+OWN_NAMES = {"softmax": """
+class Ops:
+    @staticmethod
+    def softmax(x, dim=-1):
+        slice_max = x.amax(dim=dim, keepdim=True)
+        slice_max = torch.where(torch.isfinite(slice_max), slice_max, torch.zeros_like(slice_max))
+        exps = torch.exp(x - slice_max)
+        totals = exps.sum(dim=dim, keepdim=True)
+        return exps / torch.where(totals > 0, totals, torch.ones_like(totals))
+
+class StableSoftmax:
+    def __init__(self, dim):
+        self.softmax_dim = dim
+
+    def __call__(self, x):
+        return Ops.softmax(x, self.softmax_dim)
+
+_cache = {}
+
+def softmax(x, dim=-1):
+    _cache["softmax"] = dim  # a dict key, not a lookup
+    return StableSoftmax(dim)(x)
+"""}
+DEEP_EXPRESSION = "_z = 1 if True else x" + ".a" * 400  # deeper than the AST tools recurse
+
 # -- limits held by the grader, not by the student's process ------------------------
 # Finds the runner through gc, lifts its tripwires and drops its aten kernels.
 DISARM_TRIPWIRES = """
@@ -683,6 +744,14 @@ EVIDENCE = [
            append=(DISARM_TRIPWIRES,), lose=SOFTMAX_PARTS, codes=("softmax-builtin", "sdpa-builtin")),
     Sample("attack-masked-softmax", "attack", "lose-all", {"softmax": MASKED_SOFTMAX}, lose=SOFTMAX_PARTS,
            codes=("softmax-builtin",)),
+    Sample("attack-captured-reference", "attack", "lose-all", {"softmax": CAPTURED_REFS}, lose=SOFTMAX_PARTS,
+           codes=("softmax-builtin",)),
+    Sample("attack-looked-up-name", "attack", "lose-all", {"softmax": LOOKED_UP_NAME}, lose=SOFTMAX_PARTS,
+           codes=("softmax-builtin",)),
+    Sample("attack-unwired-sdpa", "attack", "lose-all", {"scaled_dot_product_attention": UNWIRED_SDPA},
+           lose=("scaled_dot_product_attention-check", "device_dtype-check"), codes=("sdpa-builtin",)),
+    Sample("attack-deep-expression", "attack", "full", append=(DEEP_EXPRESSION,),
+           note="the static scan must not crash the grader"),
     Sample("attack-stop-and-small-pipe", "attack", "lose", append=(STOP_AND_SMALL_PIPE, BIG_CELL),
            lose=tuple(g for g in TENSOR_PARTS) + ("hand-calc-check", "shapes-check", "bug-choice-check"),
            note="every wait on the runner has a wall-clock deadline"),
@@ -692,6 +761,8 @@ EVIDENCE = [
            note="aimed at later runners of the same zygote sandbox"),
     Sample("fairness-answer-forms", "fairness", "full", FAIR_FORMS,
            note="Fraction, Decimal, numpy and tensor answers; a ValueError subclass"),
+    Sample("fairness-own-names", "fairness", "full", OWN_NAMES,
+           note="a method Ops.softmax, an attribute self.softmax_dim and a key 'softmax', all the student's own"),
 ]
 
 EMPTY = [Sample("empty-release", "empty", "zero")]

@@ -33,8 +33,8 @@ PY_NAMESPACES = ("torch", "torch.Tensor", "torch.nn.functional", "torch.special"
                  "torch.nested", "torch._refs", "torch._refs.nn.functional", "torch._refs.special",
                  "torch._decomp.decompositions", "torch.nn", "torch.nn.attention",
                  "torch.nn.attention.flex_attention")
-KERNEL_KEYS = ("CPU", "CUDA", "Meta", "SparseCPU", "SparseCUDA", "NestedTensorCPU", "CompositeImplicitAutograd",
-               "CompositeExplicitAutograd")
+KERNEL_KEYS = ("CPU", "CUDA", "Meta", "MkldnnCPU", "QuantizedCPU", "SparseCPU", "SparseCUDA", "SparseCsrCPU",
+               "NestedTensorCPU", "NestedTensorCUDA", "CompositeImplicitAutograd", "CompositeExplicitAutograd")
 
 
 def forbidden_ops():
@@ -211,11 +211,14 @@ class Runner:
         return value
 
     # -- forbidden APIs ----------------------------------------------------
-    def install_tripwires(self):
-        """Replace forbidden entry points by functions that record and raise."""
+    def wrap_forbidden_functions(self):
+        """Replace forbidden Python entry points by wrappers that raise while a check calls.
+
+        Done before any student code runs, so a reference a notebook captures at
+        the top (`impl = torch._refs.softmax`) is the wrapper too.
+        """
         import functools
         import importlib
-        import warnings
 
         import torch
 
@@ -232,7 +235,6 @@ class Runner:
             return guarded
 
         for path in PY_NAMESPACES:
-            owner_path, _, last = path.rpartition(".")
             try:
                 owner = importlib.import_module(path) if path != "torch.Tensor" else torch.Tensor
             except Exception:  # noqa: BLE001 - a namespace missing in this torch is fine
@@ -247,6 +249,14 @@ class Runner:
                         setattr(owner, attr, tripwire(f"{path}.{attr}", value))
                     except (AttributeError, TypeError):
                         pass
+
+    def install_tripwires(self):
+        """Make every forbidden kernel raise (after the notebook ran: its top-level code may use them)."""
+        import warnings
+
+        import torch
+
+        runner = self
 
         def aten_tripwire(op_name):
             def kernel(*args, **kwargs):
@@ -270,6 +280,7 @@ class Runner:
 
     def serve(self):
         handlers = {"exec": self.op_exec, "call": self.op_call, "get": self.op_get}
+        self.wrap_forbidden_functions()
         tripwires = False
         while True:
             try:

@@ -5,7 +5,11 @@ controls, so the grader also reads the code before grading, with `ast`:
 
 1. *forbidden*: uses of a built-in softmax or attention (found by name
    pattern, not by a hand list) that a graded function can reach through the
-   notebook's top-level names;
+   notebook's top-level names, including names a value is stored into
+   (`cache.append(torch.softmax)`, walrus, setattr).  An attribute the
+   student defines (`Ops.softmax`, `self.softmax_dim`) is theirs, and a
+   string is a name only where a lookup takes it (`getattr`, `vars(m)[...]`)
+   or it is a torch/aten path;
 2. *review*: code that tampers with the grader or the process (frame and gc
    walks, module edits, native code, process limits, other pids, dynamic code,
    the runner's internals), anywhere, for a person to look at.
@@ -30,14 +34,17 @@ STAR_NAMES = ("softmax", "log_softmax", "softmin", "scaled_dot_product_attention
 # Review tables.  Attribute names suspicious on any object:
 REVIEW_ATTRS = {
     "introspection": {"f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "__globals__", "__closure__",
-                      "__code__", "__subclasses__", "__builtins__", "_getframe"},
-    "native-code": {"CDLL", "PyDLL", "cdll", "pydll", "pythonapi", "LoadLibrary", "load_library"},
+                      "__code__", "__subclasses__", "__builtins__", "_getframe", "__wrapped__", "__dict__",
+                      "getclosurevars", "__getattribute__", "__getattr__"},
+    "native-code": {"CDLL", "PyDLL", "cdll", "pydll", "pythonapi", "LoadLibrary", "load_library", "_C",
+                    "redispatch"},
     "process-limits": {"setrlimit", "prlimit", "setpriority", "sched_setaffinity", "sched_setscheduler",
                        "sched_setparam"},
     "other-processes": {"killpg", "pthread_kill", "pidfd_open", "pidfd_send_signal"},
-    "dynamic-code": {"import_module", "__import__"},
-    "grader-internals": {"display_formatter", "user_ns_hidden", "proto_out", "proto_in", "forbidden_used",
-                         "blocking", "_aten_library"},
+    "dynamic-code": {"import_module", "__import__", "attrgetter", "methodcaller", "getattr_static"},
+    "grader-internals": {"display_formatter", "display_pub", "displayhook", "user_ns_hidden", "proto_out",
+                         "proto_in", "forbidden_used", "blocking", "_aten_library", "_libraries", "_destroy",
+                         "install_tripwires"},
 }
 ATTR_CODE = {name: code for code, names in REVIEW_ATTRS.items() for name in names}
 # Qualified names (after the student's import aliases) whose last part is too common to flag alone.
@@ -52,11 +59,12 @@ QUALNAME_CODE = {
                      "builtins.__import__"), "dynamic-code"),
 }
 # Modules whose every use is flagged.
-MODULE_CODE = {"gc": "introspection", "ctypes": "native-code", "_ctypes": "native-code", "cffi": "native-code",
+MODULE_CODE = {"gc": "introspection", "inspect": "introspection", "ctypes": "native-code", "_ctypes": "native-code", "cffi": "native-code",
                "mmap": "native-code", "fcntl": "process-limits", "autograder": "grader-internals",
                "wire": "grader-internals", "sandbox_runner": "grader-internals"}
 NAME_CODE = {"exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code",
              "__import__": "dynamic-code", "__builtins__": "introspection"}
+LOOKUP_BUILTINS = {"getattr", "setattr", "delattr", "vars", "globals"}  # flagged when passed around, not called
 GRADER_STRINGS = {"sandbox_runner", "wire", "autograder"}
 SO_FILE = re.compile(r"\.so(\.\d+)*$")
 # Magics whose body is Python run in the user namespace (scanned as such), and
@@ -65,6 +73,12 @@ PYTHON_MAGICS = {"time", "timeit", "prun", "capture"}
 FOREIGN_MAGICS = {"run", "load", "loadpy", "sx", "system", "sc", "bash", "sh", "script", "python", "python2",
                   "python3", "pypy", "perl", "ruby", "writefile", "file"}
 MODULE_MUTATORS = {"pop", "update", "clear", "setdefault", "popitem", "__setitem__", "__delitem__"}
+# Methods that store a value into the object they are called on (`cache.append(torch.softmax)`).
+CONTAINER_STORES = {"append", "extend", "insert", "add", "update", "setdefault", "__setitem__", "appendleft",
+                    "extendleft", "put", "put_nowait", "push"}
+# Calls that look a name up at run time: a string passed to them is a name, not text.
+LOOKUP_CALLS = {"getattr", "hasattr", "setattr", "attrgetter", "methodcaller", "getattr_static", "import_module",
+                "__getattr__", "__getattribute__", "get", "__getitem__"}
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
           ast.DictComp, ast.GeneratorExp)
 
@@ -124,7 +138,10 @@ def scan(sources: list[str], functions: Iterable[str]) -> ScanResult:
     for index, tree in trees.items():
         scanner.cell = index
         for stmt in tree.body:
-            scanner.statement(stmt, conditional=False)
+            try:
+                scanner.statement(stmt, conditional=False)
+            except (RecursionError, ValueError, MemoryError):  # pathological code must not stop grading
+                scanner._add(stmt, "review", "dynamic-code", "这一句过于复杂，静态检查无法读完", None)
     forbidden = {name: scanner.reachable(name) for name in functions}
     review = [f for f in scanner.findings if f.kind == "review"]
     return ScanResult(scanner.findings, forbidden, review, unparsable)
@@ -195,6 +212,12 @@ def _flat_targets(target):
     return [target.value] if isinstance(target, ast.Starred) else [target]
 
 
+def _is_lookup_owner(node):
+    """`vars(m)[...]`, `globals().get(...)`, `m.__dict__[...]`: namespaces indexed by name."""
+    owner = node.value
+    return _is_call_to(owner, "vars", "globals") or (isinstance(owner, ast.Attribute) and owner.attr == "__dict__")
+
+
 def _is_call_to(node, *names):
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
 
@@ -255,6 +278,28 @@ def _reads(nodes, scope=None):
     return (loads - local) | (nested if isinstance(scope, ast.ClassDef) else nested - local)
 
 
+def _stored_into(nodes):
+    """Global names a module-level statement puts a value into without binding them.
+
+    `cache.append(torch.softmax)`, `setattr(holder, "f", F.softmax)` and
+    `(impl := torch.softmax)` all make what they store reachable through that name.
+    """
+    out, stack = [], [n for n in nodes if not isinstance(n, SCOPES)]  # a def's or class's own name is bound already
+    while stack:
+        node = stack.pop()
+        if isinstance(node, SCOPES):
+            stack.extend(_outer_parts(node))  # only what runs at module level
+            continue
+        if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+            out.append(node.target.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_STORES:
+            out.append(_root(node.func.value))
+        elif _is_call_to(node, "setattr") and node.args:
+            out.append(_root(node.args[0]))
+        stack.extend(ast.iter_child_nodes(node))
+    return [name for name in dict.fromkeys(out) if name]
+
+
 # -- the scanner ---------------------------------------------------------------------
 
 class _Scanner:
@@ -266,11 +311,21 @@ class _Scanner:
         self.bindings = {}  # name -> [_Binding] in effect (replaced or unioned in notebook order)
         self.aliases, self.imported, self.module_vars, self.ipython, self.bound = {}, set(), set(), set(), set()
         self.docstrings, self.magic_text = set(), set()  # strings that are not Python string literals
+        self.own_attributes = set()  # attribute names the student defines (methods, self.x = ...)
+        self.looked_up = set()  # ids of string nodes used as names by a run-time lookup
+        self.called = set()  # ids of Name nodes in call position
         for node in (n for tree in trees for n in ast.walk(tree)):
             self._learn(node)
 
     def _learn(self, node):
         """First pass over all cells: aliases, module-like names, docstrings, magic arguments."""
+        if isinstance(node, ast.Call):
+            self.called.add(id(node.func))
+            callee = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            if callee in LOOKUP_CALLS and not (callee in ("get", "__getitem__") and not _is_lookup_owner(node.func)):
+                self.looked_up |= {id(n) for arg in node.args for n in ast.walk(arg)}
+        if isinstance(node, ast.Subscript) and _is_lookup_owner(node):
+            self.looked_up |= {id(n) for n in ast.walk(node.slice)}
         if _is_ipython_call(node, "run_line_magic", "run_cell_magic", "system", "getoutput"):
             self.magic_text |= {id(arg) for arg in node.args}
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -291,6 +346,15 @@ class _Scanner:
             self.bound.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.bound.add(node.name)
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        self.own_attributes.add(item.name)
+                    elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+                        targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                        self.own_attributes |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            self.own_attributes.add(node.attr)
         elif isinstance(node, ast.arg):
             self.bound.add(node.arg)
         elif isinstance(node, ast.ExceptHandler) and node.name:
@@ -388,6 +452,7 @@ class _Scanner:
         """
         extra_owners = extra_owners + [name for node in nodes for n in ast.walk(node)
                                        if isinstance(n, ast.Global) for name in n.names]
+        extra_owners += [name for name in _stored_into(nodes) if name not in names]
         owner = (names + extra_owners)[0] if names + extra_owners else None
         found = [f for f in self._inspect(nodes, owner) if f.kind == "forbidden"]
         reads = _reads(nodes)
@@ -433,18 +498,28 @@ class _Scanner:
         for node in (n for top in nodes for n in ast.walk(top)):
             if isinstance(node, ast.Attribute):
                 code = family(node.attr)
+                if code and node.attr in self.own_attributes and not (self.qualname(node) or "").startswith("torch."):
+                    code = None  # the student's own method or attribute (`Ops.softmax`, `self.softmax_dim`)
                 if code and id(node) not in skip_forbidden:
                     add(node, "forbidden", code, ast.unparse(node))
                     skip_forbidden |= {id(n) for n in ast.walk(node.value) if isinstance(n, ast.Attribute)}
                 self._review_attribute(node, add, skip_module)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in NAME_CODE:
                 add(node, "review", NAME_CODE[node.id], node.id)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in LOOKUP_BUILTINS \
+                    and id(node) not in self.called:
+                add(node, "review", "dynamic-code", f"{node.id}（作为值使用）")
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in self.docstrings:
-                self._string(node, node.value, add, python=id(node) not in self.magic_text)
+                self._string(node, node.value, add, python=id(node) not in self.magic_text,
+                             name=id(node) in self.looked_up)
             elif isinstance(node, ast.BinOp):
                 folded = _folded_string(node)
                 if folded is not None:
-                    self._string(node, folded, add)
+                    self._string(node, folded, add, name=id(node) in self.looked_up)
+            elif isinstance(node, ast.Subscript) and (_is_call_to(node.value, "vars", "globals")
+                                                      or (isinstance(node.value, ast.Attribute)
+                                                          and node.value.attr == "__dict__")):
+                add(node, "review", "dynamic-code", _short(ast.unparse(node)))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 self._review_import(node, add)
             elif isinstance(node, ast.Call):
@@ -455,10 +530,16 @@ class _Scanner:
                     self._review_target(target, add)
         return out
 
-    def _string(self, node, value, add, python=True):
-        """Family names in Python strings; /proc, .so and the runner's module names in any text."""
-        if python and not re.search(r"\s", value):
-            last = re.split(r"\.|::", value)[-1]
+    def _string(self, node, value, add, python=True, name=False):
+        """Family names in strings used as names; /proc, .so and the runner's module names in any text.
+
+        A string is a name when a lookup gets it (`getattr(torch, "softmax")`,
+        `vars(F)["softmax"]`) or when it is a torch or aten path; elsewhere
+        (`cache["softmax"]`, a message) it is text and costs nothing.
+        """
+        token = value.strip()
+        if python and not re.search(r"\s", token) and (name or "::" in token or token.startswith("torch.")):
+            last = re.split(r"\.|::", token)[-1]
             if last.isidentifier() and family(last):
                 add(node, "forbidden", family(last), repr(value))
         if value == "/proc" or re.search(r"/proc/(?!self\b)", value):

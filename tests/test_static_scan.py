@@ -83,6 +83,16 @@ SOFTMAX_CASES = {
     "class-attribute": ["class S:\n    fn = staticmethod(F.softmax)", "def softmax(x, dim=-1):\n    return S.fn(x, dim)"],
     "magic-cell-body": ["%%time\ndef softmax(x, dim=-1):\n    return torch.softmax(x, dim)"],
     "magic-line": ["%time sm = torch.softmax", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
+    # stored into a name rather than bound to it (red-team findings)
+    "list-append": [samples.CAPTURED_REFS],
+    "dict-update": ["_d = {}", "_d.update(f=torch.softmax)", "def softmax(x, dim=-1):\n    return _d['f'](x, dim)"],
+    "setattr-holder": ["class H:\n    pass", "setattr(H, 'f', staticmethod(torch.softmax))",
+                       "def softmax(x, dim=-1):\n    return H.f(x, dim)"],
+    "walrus": ["(_impl := torch._refs.softmax)", "def softmax(x, dim=-1):\n    return _impl(x, dim)"],
+    "vars-lookup-stripped": [samples.LOOKED_UP_NAME],
+    "dict-lookup": ['def softmax(x, dim=-1):\n    return F.__dict__["softmax"](x, dim)'],
+    "own-method-name-on-torch": ["class A:\n    def softmax(self):\n        pass",
+                                 "def softmax(x, dim=-1):\n    return torch.softmax(x, dim)"],
 }
 
 
@@ -166,6 +176,24 @@ def test_correct_samples_have_no_forbidden(name, source):
     result = scan(solution_answer_cells() + [source], FUNCTIONS)
     assert [f for f in result.findings if f.kind == "forbidden"] == []
     assert result.review == []
+
+
+def test_the_students_own_names_are_not_builtins():
+    """A method or attribute the student defines, and a string used as data, are not forbidden."""
+    result = scan(cells(samples.OWN_NAMES["softmax"], OWN_SDPA), FUNCTIONS)
+    assert result.forbidden["softmax"] == [] and result.forbidden["scaled_dot_product_attention"] == []
+    assert result.review == []
+
+
+def test_a_cell_too_deep_to_read_is_flagged_not_fatal():
+    result = scan(cells(HAND_SOFTMAX, samples.DEEP_EXPRESSION), FUNCTIONS)
+    assert result.forbidden["softmax"] == [] and [f.code for f in result.review] == ["dynamic-code"]
+
+
+def test_reaching_the_runner_without_gc_is_flagged():
+    result = scan(cells(samples.UNWIRED_SDPA), FUNCTIONS)
+    assert {"introspection", "grader-internals"} <= {f.code for f in result.review}
+    assert codes(result, "scaled_dot_product_attention") == {"sdpa-builtin"}
 
 
 def test_own_softmax_docstring_locals_and_unreachable_comparisons():
