@@ -273,6 +273,10 @@ class Runner:
                 if library is None:
                     library = self._libraries[namespace] = torch.library.Library(namespace, "IMPL")
                 for key in KERNEL_KEYS:
+                    # Only where the op has a kernel: a new composite kernel next to a backend
+                    # one would make the dispatcher assert instead of reaching the tripwire.
+                    if not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
+                        continue
                     try:
                         library.impl(name, aten_tripwire(qualified), key)
                     except Exception:  # noqa: BLE001 - op or key absent in this build
