@@ -587,6 +587,36 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     eye = torch.eye(k.shape[-2], dtype=q.dtype, device=q.device).expand(*k.shape[:-1], k.shape[-2])
     return _fa[0](q, k, v, attn_mask=mask), _fa[0](q, k, eye, attn_mask=mask)
 """
+# Runs the built-in in a process forked before the checks (no tripwires there), over a socket.
+FORKED_HELPER = """
+import os, pickle, socket, struct
+
+def _read(sock, n):
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            os._exit(0)
+        data += chunk
+    return data
+
+def _serve(sock):
+    while True:
+        x, dim = pickle.loads(_read(sock, struct.unpack("Q", _read(sock, 8))[0]))
+        out = pickle.dumps(torch.nan_to_num(torch.softmax(x, dim), nan=0.0))
+        sock.sendall(struct.pack("Q", len(out)) + out)
+
+_mine, _theirs = socket.socketpair()
+if os.fork() == 0:
+    _mine.close()
+    _serve(_theirs)
+_theirs.close()
+
+def softmax(x, dim=-1):
+    data = pickle.dumps((x, dim))
+    _mine.sendall(struct.pack("Q", len(data)) + data)
+    return pickle.loads(_read(_mine, struct.unpack("Q", _read(_mine, 8))[0]))
+"""
 # Correct code whose own names look like built-ins: a method, an attribute, a dict key.
 OWN_NAMES = {"softmax": """
 class Ops:
@@ -750,6 +780,8 @@ EVIDENCE = [
            codes=("softmax-builtin",)),
     Sample("attack-unwired-sdpa", "attack", "lose-all", {"scaled_dot_product_attention": UNWIRED_SDPA},
            lose=("scaled_dot_product_attention-check", "device_dtype-check"), codes=("sdpa-builtin",)),
+    Sample("attack-forked-helper", "attack", "lose-all", {"softmax": FORKED_HELPER}, lose=TENSOR_PARTS,
+           codes=("softmax-builtin",), note="process creation: a forbidden use anywhere counts for every function"),
     Sample("attack-deep-expression", "attack", "full", append=(DEEP_EXPRESSION,),
            note="the static scan must not crash the grader"),
     Sample("attack-stop-and-small-pipe", "attack", "lose", append=(STOP_AND_SMALL_PIPE, BIG_CELL),

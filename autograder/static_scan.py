@@ -55,12 +55,17 @@ QUALNAME_CODE = {
                     "other-processes"),
     **dict.fromkeys(("os.nice", "os.setpriority", "os.sched_setaffinity", "os.sched_setscheduler",
                      "os.sched_setparam", "resource.setrlimit", "resource.prlimit"), "process-limits"),
+    **dict.fromkeys(("os.fork", "os.forkpty", "os.posix_spawn", "os.posix_spawnp", "os.system", "os.popen",
+                     "os.execv", "os.execve", "os.execl", "os.execle", "os.execlp", "os.execlpe", "os.execvp",
+                     "os.execvpe", "os.spawnv", "os.spawnve", "os.spawnl", "os.spawnle", "os.spawnlp", "os.spawnvp",
+                     "concurrent.futures.ProcessPoolExecutor"), "process-creation"),
     **dict.fromkeys(("importlib.import_module", "builtins.exec", "builtins.eval", "builtins.compile",
                      "builtins.__import__"), "dynamic-code"),
 }
 # Modules whose every use is flagged.
 MODULE_CODE = {"gc": "introspection", "inspect": "introspection", "ctypes": "native-code", "_ctypes": "native-code", "cffi": "native-code",
-               "mmap": "native-code", "fcntl": "process-limits", "autograder": "grader-internals",
+               "mmap": "native-code", "fcntl": "process-limits", "subprocess": "process-creation",
+               "multiprocessing": "process-creation", "pty": "process-creation", "socket": "other-processes", "autograder": "grader-internals",
                "wire": "grader-internals", "sandbox_runner": "grader-internals"}
 NAME_CODE = {"exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code",
              "__import__": "dynamic-code", "__builtins__": "introspection"}
@@ -109,7 +114,8 @@ class _Binding:
 
 LABELS = {"softmax-builtin": "内置 softmax", "sdpa-builtin": "内置注意力实现", "introspection": "窥探栈帧或对象",
           "module-edit": "改动模块", "native-code": "加载本地代码", "process-limits": "改动进程限制或调度",
-          "other-processes": "触及其他进程", "dynamic-code": "动态执行代码", "grader-internals": "触及评分程序内部"}
+          "other-processes": "触及其他进程", "dynamic-code": "动态执行代码", "grader-internals": "触及评分程序内部",
+          "process-creation": "另起进程"}
 
 
 def describe(finding: Finding) -> str:
@@ -143,6 +149,13 @@ def scan(sources: list[str], functions: Iterable[str]) -> ScanResult:
             except (RecursionError, ValueError, MemoryError):  # pathological code must not stop grading
                 scanner._add(stmt, "review", "dynamic-code", "这一句过于复杂，静态检查无法读完", None)
     forbidden = {name: scanner.reachable(name) for name in functions}
+    if any(f.code == "process-creation" for f in scanner.findings):
+        # Another process runs code without the runner's tripwires, and talks back through pipes
+        # or sockets that no name links: then a forbidden use anywhere counts for every function.
+        anywhere = [f for f in scanner.findings if f.kind == "forbidden"]
+        forbidden = {name: sorted({id(f): f for f in found + anywhere}.values(),
+                                  key=lambda f: (f.cell, f.line, f.code, f.detail))
+                     for name, found in forbidden.items()}
     review = [f for f in scanner.findings if f.kind == "review"]
     return ScanResult(scanner.findings, forbidden, review, unparsable)
 
@@ -278,6 +291,29 @@ def _reads(nodes, scope=None):
     return (loads - local) | (nested if isinstance(scope, ast.ClassDef) else nested - local)
 
 
+def _call_arguments(nodes):
+    """Names passed as arguments to calls that run at module level."""
+    out, stack = [], [n for n in nodes if not isinstance(n, SCOPES)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, SCOPES):
+            stack.extend(_outer_parts(node))
+            continue
+        if isinstance(node, ast.Call):
+            out += [a.id for a in node.args + [k.value for k in node.keywords] if isinstance(a, ast.Name)]
+        stack.extend(ast.iter_child_nodes(node))
+    return list(dict.fromkeys(out))
+
+
+def _top_names(stmt):
+    """Names a module-level statement binds (compound statements' bodies included)."""
+    for node in ast.walk(stmt):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            yield node.id
+
+
 def _stored_into(nodes):
     """Global names a module-level statement puts a value into without binding them.
 
@@ -314,6 +350,9 @@ class _Scanner:
         self.own_attributes = set()  # attribute names the student defines (methods, self.x = ...)
         self.looked_up = set()  # ids of string nodes used as names by a run-time lookup
         self.called = set()  # ids of Name nodes in call position
+        self.top_level = {n for tree in trees for stmt in tree.body for n in _top_names(stmt)}
+        self.defined = {stmt.name for tree in trees for stmt in ast.walk(tree)
+                        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         for node in (n for tree in trees for n in ast.walk(tree)):
             self._learn(node)
 
@@ -321,6 +360,14 @@ class _Scanner:
         """First pass over all cells: aliases, module-like names, docstrings, magic arguments."""
         if isinstance(node, ast.Call):
             self.called.add(id(node.func))
+            # SimpleNamespace(softmax=...), dict(softmax=...), namedtuple("Ops", "softmax"): the student's names
+            self.own_attributes |= {k.arg for k in node.keywords if k.arg}
+            if (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in ("namedtuple",
+                                                                                         "make_dataclass"):
+                for arg in node.args[1:2]:
+                    for n in ast.walk(arg):
+                        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                            self.own_attributes |= set(re.split(r"[\s,]+", n.value))
             callee = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
             if callee in LOOKUP_CALLS and not (callee in ("get", "__getitem__") and not _is_lookup_owner(node.func)):
                 self.looked_up |= {id(n) for arg in node.args for n in ast.walk(arg)}
@@ -378,6 +425,18 @@ class _Scanner:
         if not isinstance(node, ast.Name):
             return None
         return ".".join([self.aliases.get(node.id, node.id), *reversed(parts)])
+
+    def _owns(self, attribute):
+        """Whether `attribute`'s object is the student's: self/cls, or a module-level name they made.
+
+        A parameter (`x.softmax` on a tensor argument) or torch itself never is.
+        """
+        root = attribute.value
+        while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if not isinstance(root, ast.Name):
+            return False
+        return root.id in ("self", "cls") or (root.id in self.top_level and not self.module_like(root.id))
 
     def module_like(self, name):
         """Imported, taken from sys.modules, or not created by the student (the setup cell's torch, F)."""
@@ -453,6 +512,9 @@ class _Scanner:
         extra_owners = extra_owners + [name for node in nodes for n in ast.walk(node)
                                        if isinstance(n, ast.Global) for name in n.names]
         extra_owners += [name for name in _stored_into(nodes) if name not in names]
+        # `fill(registry)`: the callee may store into its argument (a function or class passed is not filled)
+        extra_owners += [name for name in _call_arguments(nodes) if name not in names + extra_owners
+                         and name not in self.defined]
         owner = (names + extra_owners)[0] if names + extra_owners else None
         found = [f for f in self._inspect(nodes, owner) if f.kind == "forbidden"]
         reads = _reads(nodes)
@@ -498,7 +560,7 @@ class _Scanner:
         for node in (n for top in nodes for n in ast.walk(top)):
             if isinstance(node, ast.Attribute):
                 code = family(node.attr)
-                if code and node.attr in self.own_attributes and not (self.qualname(node) or "").startswith("torch."):
+                if code and node.attr in self.own_attributes and self._owns(node):
                     code = None  # the student's own method or attribute (`Ops.softmax`, `self.softmax_dim`)
                 if code and id(node) not in skip_forbidden:
                     add(node, "forbidden", code, ast.unparse(node))
@@ -506,6 +568,9 @@ class _Scanner:
                 self._review_attribute(node, add, skip_module)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in NAME_CODE:
                 add(node, "review", NAME_CODE[node.id], node.id)
+            elif isinstance(node, ast.Call) and _is_call_to(node, "vars") and node.args:
+                add(node, "review", "dynamic-code", _short(ast.unparse(node)))
+                self._review_call(node, add)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in LOOKUP_BUILTINS \
                     and id(node) not in self.called:
                 add(node, "review", "dynamic-code", f"{node.id}（作为值使用）")
@@ -538,10 +603,12 @@ class _Scanner:
         (`cache["softmax"]`, a message) it is text and costs nothing.
         """
         token = value.strip()
-        if python and not re.search(r"\s", token) and (name or "::" in token or token.startswith("torch.")):
-            last = re.split(r"\.|::", token)[-1]
-            if last.isidentifier() and family(last):
-                add(node, "forbidden", family(last), repr(value))
+        path = "::" in token or token.startswith(("torch.", "aten.", "ops."))
+        if python and not re.search(r"\s", token) and (name or path):
+            parts = re.split(r"\.|::", token)
+            codes = [family(p) for p in (parts if path else parts[-1:]) if p.isidentifier()]
+            if any(codes):
+                add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", repr(value))
         if value == "/proc" or re.search(r"/proc/(?!self\b)", value):
             add(node, "review", "other-processes", repr(value))
         if SO_FILE.search(value):

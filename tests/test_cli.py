@@ -286,7 +286,8 @@ def test_pool_hands_each_session_its_own_fresh_sandboxed_runner():
     from autograder import pool, sandbox
     from autograder.session import StudentSession
 
-    cells = ["import sys\npreloaded = 'torch' in sys.modules",
+    # A runner imports torch itself (its tripwires wrap torch before student code); pyplot is the pool's.
+    cells = ["import sys\npreloaded = 'matplotlib.pyplot' in sys.modules",
              "names = sorted(k for k in globals() if not k.startswith('_'))",
              "import os\nmine = os.getpid()"]
     runners = pool.RunnerPool()

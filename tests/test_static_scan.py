@@ -91,6 +91,22 @@ SOFTMAX_CASES = {
     "walrus": ["(_impl := torch._refs.softmax)", "def softmax(x, dim=-1):\n    return _impl(x, dim)"],
     "vars-lookup-stripped": [samples.LOOKED_UP_NAME],
     "dict-lookup": ['def softmax(x, dim=-1):\n    return F.__dict__["softmax"](x, dim)'],
+    # red-team pass 2
+    "stored-by-a-function": ["_reg = {}", "def _fill(r):\n    r['f'] = torch.softmax", "_fill(_reg)",
+                             "def softmax(x, dim=-1):\n    return _reg['f'](x, dim)"],
+    "decoy-attribute": ["class _Decoy:\n    softmax = None", "def softmax(x, dim=-1):\n    return x.softmax(dim)"],
+    "aten-path-string": ['def softmax(x, dim=-1):\n    return _table["aten._softmax.default"](x, dim, False)'],
+    "forked-helper": ["""
+        import os, socket
+        def _serve(sock):
+            x = torch.load(sock)
+            torch.save(torch.softmax(x, -1), sock)
+        _mine, _theirs = socket.socketpair()
+        if os.fork() == 0:
+            _serve(_theirs)
+        def softmax(x, dim=-1):
+            return _ask(_mine, x)
+        """],
     "own-method-name-on-torch": ["class A:\n    def softmax(self):\n        pass",
                                  "def softmax(x, dim=-1):\n    return torch.softmax(x, dim)"],
 }
@@ -178,9 +194,21 @@ def test_correct_samples_have_no_forbidden(name, source):
     assert result.review == []
 
 
-def test_the_students_own_names_are_not_builtins():
+@pytest.mark.parametrize("own", [samples.OWN_NAMES["softmax"], """
+    import types
+    from collections import namedtuple
+    def _by_hand(x, dim=-1):
+        e = torch.exp(x - x.amax(dim=dim, keepdim=True))
+        return e / e.sum(dim=dim, keepdim=True)
+    ops = types.SimpleNamespace(softmax=_by_hand)
+    Pair = namedtuple("Pair", "softmax other")
+    pair = Pair(_by_hand, None)
+    def softmax(x, dim=-1):
+        return ops.softmax(x, dim) if x.dim() else pair.softmax(x, dim)
+    """])
+def test_the_students_own_names_are_not_builtins(own):
     """A method or attribute the student defines, and a string used as data, are not forbidden."""
-    result = scan(cells(samples.OWN_NAMES["softmax"], OWN_SDPA), FUNCTIONS)
+    result = scan(cells(own, OWN_SDPA), FUNCTIONS)
     assert result.forbidden["softmax"] == [] and result.forbidden["scaled_dot_product_attention"] == []
     assert result.review == []
 
@@ -205,7 +233,6 @@ def test_own_softmax_docstring_locals_and_unreachable_comparisons():
     assert all(result.forbidden[f] == [] for f in FUNCTIONS)
     top = [f for f in result.findings if f.kind == "forbidden"]
     assert {f.detail for f in top} == {"F.scaled_dot_product_attention", "torch.softmax"}
-    assert all(f.binding is None for f in top)
 
 
 def test_local_name_does_not_reach_a_global_of_the_same_name():
