@@ -1,7 +1,7 @@
 """nbgrader configuration of the attention course (this directory is the course root).
 
 Grading differs from stock nbgrader in three configured steps (see
-autograder/preprocessors.py): the submitted notebook is rebuilt cell by cell
+autograder/nbgrader/): the submitted notebook is rebuilt cell by cell
 from the release, it is executed in a sandbox instead of a local kernel, and
 grade cells are scored by hidden checks in this trusted process.
 """
@@ -10,7 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from autograder.preprocessors import configure  # noqa: E402
+from autograder.nbgrader import configure  # noqa: E402
 
 c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this file
 
@@ -20,6 +20,9 @@ c.CourseDirectory.release_directory = "assignments"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+# Only `nbgrader validate` (the Validate button) runs a local kernel with this
+# per-cell timeout; grading limits are SandboxedExecute's traits (`sdpa-course
+# autograde --help` lists them), e.g. c.SandboxedExecute.cell_timeout = 30.
 c.Execute.timeout = 60
 c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
 os.makedirs(c.Exchange.root, exist_ok=True)  # nbgrader (and formgrader) expect it to exist

@@ -15,14 +15,14 @@ misconception codes, seconds, sandbox events), and writes to ``--out``
 """
 import csv
 import html
-import json
 import logging
 import os
 import statistics
 import warnings
 from dataclasses import dataclass, field
 
-from .parallel import ASSIGNMENT, CourseError, _dir, load_app, sqlite_path
+from .batch.coursedir import ASSIGNMENT, CourseError, load_app, sqlite_path, step_dir
+from .grading import record
 
 CHARTS = ("score_histogram.png", "pass_rate.png", "misconceptions.png", "slowest.png")
 SLOWEST = 10
@@ -123,7 +123,7 @@ def collect(course, assignment=ASSIGNMENT, nbgrader_args=()):
                 for grade in sorted(notebook.grades, key=lambda g: _order(grade_cells, notebook.name, g.name)):
                     info = by_id.get(grade.name, {})
                     checks = info.get("checks", [])
-                    cell_codes = list(dict.fromkeys(code for c in checks for code in c.get("codes", [])))
+                    cell_codes = record.codes_named({}, [info])
                     codes.extend(cell_codes)
                     if info.get("part"):
                         parts[grade.name] = info["part"]
@@ -156,13 +156,9 @@ def _num(value):
 
 
 def _grading_report(coursedir, student, assignment, notebook):
-    path = os.path.join(_dir(coursedir, coursedir.autograded_directory, student, assignment),
-                        f"{notebook}.grading.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+    path = os.path.join(step_dir(coursedir, coursedir.autograded_directory, student, assignment),
+                        record.filename(notebook))
+    return record.load(path) or None
 
 
 def build(course, assignment=ASSIGNMENT, out=None, nbgrader_args=()):
@@ -273,7 +269,7 @@ def _html(data):
     scores = [r.score for r in data.students]
     top = max(r.max_score for r in data.students)
     try:
-        from .misconceptions import CATALOGUE
+        from .grading.misconceptions import CATALOGUE
     except Exception:  # noqa: BLE001
         CATALOGUE = {}
     summary = [("students", len(scores)), ("mean", f"{statistics.mean(scores):.1f} / {top:g}"),

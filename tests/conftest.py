@@ -6,7 +6,8 @@ read the gradebook, the feedback HTML and our grading reports.
 """
 import pytest
 
-from autograder import course, samples
+from autograder.demo import course
+from tests import catalogue
 
 # Shorter limits than the defaults keep the hang/loop samples cheap in CI.
 FAST_LIMITS = ("--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",
@@ -16,7 +17,7 @@ FAST_LIMITS = ("--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_tim
 @pytest.fixture(scope="session")
 def graded_course(tmp_path_factory):
     root = course.make_course(tmp_path_factory.mktemp("course"))
-    grades, seconds, autograde = course.grade_samples(root, samples.CATALOGUE, *FAST_LIMITS)
+    grades, seconds, autograde = course.grade_samples(root, catalogue.CATALOGUE, *FAST_LIMITS)
     return {"root": root, "grades": grades, "seconds": seconds, "autograde": autograde}
 
 

@@ -1,7 +1,7 @@
 """A runner that does the work right, then sends it the way an adversary might.
 
 Run as ``python hostile_runner.py MODE``; it speaks the runner protocol on
-stdin/stdout (see ``autograder/wire.py``).  Every answer is computed with the
+stdin/stdout (see ``autograder/sandbox/guest/wire.py``).  Every answer is computed with the
 reference solution, so whatever a mode still earns was earned by tampering
 with the evidence, not by doing the work.  Used by ``test_evidence.py``.
 """
@@ -13,8 +13,8 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from autograder import wire  # noqa: E402
-from autograder.checks import test_hand_calculation as hand  # noqa: E402
+from autograder.sandbox.guest import wire  # noqa: E402
+from autograder.grading.checks import test_hand_calculation as hand  # noqa: E402
 from solutions import sdpa as ref  # noqa: E402
 
 ANSWERS = {

@@ -27,7 +27,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import course, samples
+from autograder.demo import course
+from tests import catalogue
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -103,8 +104,8 @@ def _visible_check_name(cell):
 
 def _reference_answers():
     """grade_id -> the solved answer cell, as `samples` fills it in (solution markers stripped)."""
-    solution = nbformat.read(str(samples.SOLUTION_NOTEBOOK), as_version=4)
-    return {_meta(c)["grade_id"]: samples.MARKER.sub("", c.source).rstrip("\n") for c in solution.cells
+    solution = nbformat.read(str(catalogue.SOLUTION_NOTEBOOK), as_version=4)
+    return {_meta(c)["grade_id"]: catalogue.MARKER.sub("", c.source).rstrip("\n") for c in solution.cells
             if _meta(c).get("solution") and c.cell_type == "code"}
 
 
@@ -226,9 +227,9 @@ def graded(course_dir):
     with _timed("grade 2 submissions (generate, autograde, feedback)"):
         course.nbgrader(course_dir, "generate_assignment", course.ASSIGNMENT, "--force")
         release = course.release_notebook(course_dir)
-        by_name = {s.name: s for s in samples.CATALOGUE}
+        by_name = {s.name: s for s in catalogue.CATALOGUE}
         for student in (BUGGY, CORRECT):
-            course.submit(course_dir, student, samples.build(by_name[student], release))
+            course.submit(course_dir, student, catalogue.build(by_name[student], release))
         course.nbgrader(course_dir, "autograde", course.ASSIGNMENT)
         course.nbgrader(course_dir, "generate_feedback", course.ASSIGNMENT)
     return course_dir

@@ -4,14 +4,13 @@ Reference → full marks; each device/dtype mutant → loses the device_dtype
 points with the right code; and the score is the same whether or not the
 grader "has" CUDA (simulated by mapping cuda to cpu).
 """
-import math
 from pathlib import Path
 
 import pytest
 import torch
 
-from autograder.local import LocalStudent, reference_namespace
-from autograder.scoring import run_checks
+from autograder.grading.local_student import LocalStudent, reference_namespace
+from autograder.grading.hidden_checks import run_checks
 
 GPU_CHECK = Path(__file__).resolve().parents[1] / "tools" / "gpu_check.py"
 PARTS = ["hand_calculation", "shapes", "attention_scores", "scale_scores", "apply_mask", "softmax",

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cli, course, parallel, samples
+from autograder import cli
+from autograder.batch import importer, local_workers, run
+from autograder.demo import course
+from tests import catalogue
 from autograder import report as reportlib
 
 # Short limits, as in conftest: the attack sample hangs/crashes cost less.
@@ -23,7 +26,7 @@ STUDENTS = ("bug-mask-inverted", "correct-noisy", "attack-exit-kernel")
 
 
 def _sample(name):
-    return next(s for s in samples.CATALOGUE if s.name == name)
+    return next(s for s in catalogue.CATALOGUE if s.name == name)
 
 
 def _cli(root, *args, timeout=600, env=None):
@@ -51,7 +54,7 @@ def released(tmp_path_factory):
 @pytest.fixture(scope="module")
 def built(released):
     release = course.release_notebook(released)
-    return {name: samples.build(_sample(name), release) for name in STUDENTS + ("correct-reference",)}
+    return {name: catalogue.build(_sample(name), release) for name in STUDENTS + ("correct-reference",)}
 
 
 def _course_copy(released, target, built, students):
@@ -93,14 +96,14 @@ def test_parallel_equals_stock_and_resumes_after_kill(released, built, stock, tm
         assert saved[student] == course.grades(stock)[student]
     before = {s: os.stat(root / "autograded" / s / "sdpa" / "sdpa.ipynb").st_mtime_ns for s in first}
 
-    left = [name for name in os.listdir(scratch) if name.startswith(parallel.WORKER_TMP_PREFIX)]
+    left = [name for name in os.listdir(scratch) if name.startswith(local_workers.WORKER_TMP_PREFIX)]
     assert left  # what the killed run could not remove...
     done = _cli(root, "autograde", "sdpa", "--workers", "2", *LIMITS, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert os.listdir(scratch) == []  # ...the next run does, along with its own
     assert f"skipped {len(first)}" in done.stdout
     assert _graded(root) == sorted(STUDENTS)
-    assert not (root / "autograded" / parallel.STAGING).exists()
+    assert not (root / "autograded" / importer.STAGING).exists()
     for student in first:  # not regraded
         assert os.stat(root / "autograded" / student / "sdpa" / "sdpa.ipynb").st_mtime_ns == before[student]
     # Exactly the scores and feedback of stock nbgrader: gradebook and autograded notebooks.
@@ -117,13 +120,13 @@ def test_parallel_equals_stock_and_resumes_after_kill(released, built, stock, tm
 # its grading workers, forked from it, die when they get the student "worker-dies".
 DIE_ON_ONE_STUDENT = """
 import os
-from autograder import parallel
-_grade = parallel.Grader.grade
+from autograder.batch import worker
+_grade = worker.Grader.grade
 def _grade_or_die(self, task):
     if task["student"] == "worker-dies":
         os._exit(3)
     return _grade(self, task)
-parallel.Grader.grade = _grade_or_die
+worker.Grader.grade = _grade_or_die
 """
 
 
@@ -144,7 +147,7 @@ def test_crashing_submissions_are_reported_and_the_rest_graded(released, built, 
     inject = tmp_path / "inject"
     inject.mkdir()
     (inject / "sitecustomize.py").write_text(DIE_ON_ONE_STUDENT)
-    package_root = str(Path(parallel.__file__).resolve().parents[1])
+    package_root = str(Path(cli.__file__).resolve().parents[1])
     scratch = tmp_path / "tmp"  # every temporary dir of the run: removed, even a dead worker's
     scratch.mkdir()
     env = dict(course.nbgrader_env(), PYTHONPATH=os.pathsep.join([str(inject), package_root]), TMPDIR=str(scratch))
@@ -260,7 +263,7 @@ def test_errors_on_a_released_course(released, built, tmp_path, capsys):
     _main_error(["--course", released, "report", "sdpa"], capsys, "no graded submissions")
     root = _course_copy(released, tmp_path / "course", built, ["correct-reference"])
     _main_error(["--course", root, "autograde", "--student", "nobody"], capsys, "no submission for 'nobody'")
-    with parallel._Lock(str(root / "autograded" / parallel.LOCK)):
+    with run._Lock(str(root / "autograded" / run.LOCK)):
         _main_error(["--course", root, "autograde"], capsys, "another `sdpa-course autograde`")
     _main_error(["--course", root, "autograde", "--dask", "tcp://127.0.0.1:9"], capsys,
                 "cannot reach the dask scheduler")
@@ -283,28 +286,28 @@ def test_dask_local_cluster_gives_the_stock_grades(released, built, stock, tmp_p
 
 @pytest.mark.slow
 def test_pool_hands_each_session_its_own_fresh_sandboxed_runner():
-    from autograder import pool, sandbox
-    from autograder.session import StudentSession
+    from autograder.sandbox import launcher, pool
+    from autograder.sandbox.session import StudentSession
 
     # A runner imports torch itself (its tripwires wrap torch before student code); pyplot is the pool's.
     cells = ["import sys\npreloaded = 'matplotlib.pyplot' in sys.modules",
              "names = sorted(k for k in globals() if not k.startswith('_'))",
              "import os\nmine = os.getpid()"]
     runners = pool.RunnerPool()
-    pool.install(runners)
+    runners.warm()
     try:
-        sessions = [StudentSession(cells) for _ in range(2)]
+        sessions = [StudentSession(cells, runner_source=runners) for _ in range(2)]
         for s in sessions:
             s.run_notebook()
     finally:
-        pool.uninstall(runners)
+        runners.close()
     plain = StudentSession(cells)
     plain.run_notebook()
     try:
         assert runners.handed == 2
         hosts = {s.proc.pid for s in sessions + [plain]}
         assert len(hosts) == 3  # one process per session, never shared
-        if sandbox.probe().isolated:
+        if launcher.probe().isolated:
             assert all(os.path.basename(s.proc.args[0]) == "bwrap" for s in sessions)
         assert [s.get("preloaded") for s in sessions] == [True, True] and plain.get("preloaded") is False
         # the preload bound no name: the student's namespace is what it is without a pool

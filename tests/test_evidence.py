@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import session
-from autograder.scoring import run_checks
-from autograder.session import Budget, StudentSession
+from autograder.sandbox import runners
+from autograder.grading.hidden_checks import run_checks
+from autograder.sandbox.session import Budget, StudentSession
 
 from .test_checks_local import PARTS
 
@@ -25,28 +25,34 @@ MODES = ["no-data", "sparse", "subclass", "meta-claim", "none", "wrong-shape", "
          "lying-header", "stale-ids"]
 
 
-def _hostile_factory(mode):
-    def take(_session):
+class HostileSource:
+    """A `RunnerSource` that hands out the hostile runner in `mode`."""
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    def warm(self):
+        pass
+
+    def close(self):
+        pass
+
+    def take(self, _session):
+        mode = self.mode
         proc = subprocess.Popen([sys.executable, str(HOSTILE), mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
-        replies = session.reply_queue()
-        threading.Thread(target=session.read_replies, args=(proc.stdout, replies), daemon=True).start()
+        replies = runners.reply_queue()
+        threading.Thread(target=runners.read_replies, args=(proc.stdout, replies), daemon=True).start()
         ready = replies.get(timeout=60)  # the contract: a handed runner has sent "ready"
         assert isinstance(ready, tuple) and ready[0].get("status") == "ready", ready
-        return session.HandedRunner(proc, replies, None, open(subprocess.os.devnull, "wb"))
-    return take
+        return runners.HandedRunner(proc, replies, None, open(subprocess.os.devnull, "wb"))
 
 
 def _grade(mode):
-    previous = session.runner_factory
-    session.runner_factory = _hostile_factory(mode)
-    try:
-        with StudentSession(["pass"], budget=Budget(call_timeout=1.0, total_seconds=90)) as student:
-            student.run_notebook()
-            results = run_checks(student, PARTS, seed_key=("sdpa", "hostile"))
-    finally:
-        session.runner_factory = previous
-    return results
+    with StudentSession(["pass"], budget=Budget(call_timeout=1.0, total_seconds=90),
+                        runner_source=HostileSource(mode)) as student:
+        student.run_notebook()
+        return run_checks(student, PARTS, seed_key=("sdpa", "hostile"))
 
 
 def test_an_honest_runner_earns_every_point():

@@ -18,10 +18,11 @@ import time
 
 import pytest
 
-from autograder import forkserver, samples, sandbox, session
-from autograder.session import StudentSession
+from autograder.sandbox import forkserver, launcher, session
+from tests import catalogue
+from autograder.sandbox.session import StudentSession
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sandbox.probe().isolated,
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not launcher.probe().isolated,
                                                    reason="the fork server needs bubblewrap")]
 
 # What a student can see of its process and its sandbox (the pids aside).
@@ -51,13 +52,13 @@ RANDOM = "import random, numpy\nrandoms = [random.random(), float(numpy.random.r
 @pytest.fixture
 def server():
     srv = forkserver.ForkServer(reply_timeout=3.0)
-    forkserver.install(srv)
+    srv.warm()
     yield srv
-    forkserver.uninstall(srv)
+    srv.close()
 
 
-def _observe(cells):
-    with StudentSession(cells) as s:
+def _observe(cells, source=None):
+    with StudentSession(cells, runner_source=source) as s:
         s.run_notebook()
         forked = isinstance(s.proc, forkserver.ForkedRunner)
         return forked, json.loads(s.get("seen")), s.get("randoms")
@@ -65,9 +66,8 @@ def _observe(cells):
 
 def test_a_forked_runner_looks_like_a_fresh_one(server):
     cells = [FIRST_CELL, "import matplotlib\nplt.plot([1, 2]); plt.title('注意力')", RANDOM, OBSERVE]
-    forked_a, seen_a, randoms_a = _observe(cells)
-    forked_b, seen_b, randoms_b = _observe(cells)
-    forkserver.uninstall(server)
+    forked_a, seen_a, randoms_a = _observe(cells, server)
+    forked_b, seen_b, randoms_b = _observe(cells, server)
     fresh, seen_fresh, randoms_fresh = _observe(cells)
     assert (forked_a, forked_b, fresh) == (True, True, False)
     assert server.handed == 2 and server.zygotes == 1
@@ -78,15 +78,15 @@ def test_a_forked_runner_looks_like_a_fresh_one(server):
 
 
 def test_nothing_of_one_student_reaches_the_next(server):
-    traces = next(s for s in samples.ATTACKS if s.name == "attack-leave-traces").append[0]
-    with StudentSession([FIRST_CELL, traces, "import os\nos.environ['LEFT'] = '1'\nplanted = 1"]) as a:
+    traces = next(s for s in catalogue.ATTACKS if s.name == "attack-leave-traces").append[0]
+    with StudentSession([FIRST_CELL, traces, "import os\nos.environ['LEFT'] = '1'\nplanted = 1"],
+                        runner_source=server) as a:
         outputs = a.run_notebook()
         assert all(o["output_type"] != "error" for out in outputs.values() for o in out), outputs
         assert isinstance(a.proc, forkserver.ForkedRunner)
     # The next student: clean sandbox, and a runner that is not killed by what the last one left.
     cells = [FIRST_CELL, "import time\ntime.sleep(0.5)\nimport statistics, fractions", OBSERVE]
-    forked, seen, _ = _observe(cells)
-    forkserver.uninstall(server)
+    forked, seen, _ = _observe(cells, server)
     fresh, seen_fresh, _ = _observe(cells)
     assert forked and not fresh
     assert seen == seen_fresh, {k: (seen[k], seen_fresh[k]) for k in seen if seen[k] != seen_fresh[k]}
@@ -111,14 +111,14 @@ def test_the_zygote_is_out_of_reach_of_its_runners(server):
             if libc.syscall(438, fd, 0, 0) == -1:
                 refused.append("pidfd_getfd")
     """)
-    with StudentSession([probe]) as s:
+    with StudentSession([probe], runner_source=server) as s:
         s.run_notebook()
         assert s.get("refused") == ["mem", "environ", "fd", "ptrace", "pidfd_getfd"]
 
 
 def test_a_stopped_or_killed_zygote_is_replaced(server):
-    stop_others = next(s for s in samples.ATTACKS if s.name == "attack-stop-everyone-else").append[0]
-    with StudentSession([stop_others, "after = 1"]) as a:
+    stop_others = next(s for s in catalogue.ATTACKS if s.name == "attack-stop-everyone-else").append[0]
+    with StudentSession([stop_others, "after = 1"], runner_source=server) as a:
         a.run_notebook()
         assert a.get("after") == 1  # stopping the zygote does not hurt the runner itself
     # pid 2 is a fresh runner itself, or the zygote: the sandbox dies with it, a moment later.
@@ -143,18 +143,19 @@ def test_a_stopped_or_killed_zygote_is_replaced(server):
             time.sleep(0.01)
 
     threading.Thread(target=kill_the_zygote_when_refused, daemon=True).start()
-    with StudentSession(["x = 1", killer, "y = 2"]) as b:
+    with StudentSession(["x = 1", killer, "y = 2"], runner_source=server) as b:
         outputs = b.run_notebook()
         assert outputs[1][0]["ename"] == "KernelDied"
         assert (b.get("x"), b.get("y")) == (1, 2)  # restarted, the earlier cells replayed
     killed.set()
-    forked, seen, _ = _observe([OBSERVE])
+    forked, seen, _ = _observe([OBSERVE], server)
     # As root, SIGSTOP did not reach the zygote either: one zygote fewer was needed.
-    assert forked and seen["others"] == [] and server.zygotes == (2 if sandbox._is_real_root() else 3)
+    assert forked and seen["others"] == [] and server.zygotes == (2 if launcher._is_real_root() else 3)
 
 
 def test_a_session_never_shares_the_sandbox_with_another(server):
-    with StudentSession(["a = 1"]) as first, StudentSession(["b = 2"]) as second:
+    with StudentSession(["a = 1"], runner_source=server) as first, \
+            StudentSession(["b = 2"], runner_source=server) as second:
         first.run_notebook()
         second.run_notebook()
         assert isinstance(first.proc, forkserver.ForkedRunner)
@@ -174,22 +175,22 @@ def test_the_zygote_refuses_to_run_outside_its_own_pid_namespace(tmp_path):
 def test_grading_uses_fresh_runners_when_the_zygote_cannot_start(monkeypatch):
     monkeypatch.setattr(forkserver, "ZYGOTE", forkserver.ZYGOTE.with_name("no-such-zygote.py"))
     srv = forkserver.ForkServer(start_timeout=20)
-    forkserver.install(srv)
+    srv.warm()
     try:
-        with StudentSession(["z = 3"]) as s:
+        with StudentSession(["z = 3"], runner_source=srv) as s:
             s.run_notebook()
             assert s.get("z") == 3 and not isinstance(s.proc, forkserver.ForkedRunner)
     finally:
-        forkserver.uninstall(srv)
+        srv.close()
     assert srv.missed == 1 and srv.handed == 0
 
 
 def test_sessions_stop_forked_runners_through_the_zygote(server):
     with StudentSession(["import time\nwhile True:\n    time.sleep(0.01)", "after = 1"],
-                        budget=session.Budget(cell_timeout=1.0)) as s:
+                        budget=session.Budget(cell_timeout=1.0), runner_source=server) as s:
         outputs = s.run_notebook()
         assert outputs[0][0]["ename"] == "CellTimeoutError" and s.get("after") == 1
-    forked, seen, _ = _observe([OBSERVE])
+    forked, seen, _ = _observe([OBSERVE], server)
     assert forked and seen["others"] == [] and server.zygotes == 1 and server.handed == 3
 
 
@@ -268,8 +269,8 @@ VICTIM = textwrap.dedent("""
 """).format(syscalls=SYSCALLS)
 
 
-def _victim_view():
-    with StudentSession([VICTIM]) as s:
+def _victim_view(source=None):
+    with StudentSession([VICTIM], runner_source=source) as s:
         outputs = s.run_notebook()
         assert all(o["output_type"] != "error" for out in outputs.values() for o in out), outputs
         return isinstance(s.proc, forkserver.ForkedRunner), json.loads(s.get("view"))
@@ -277,8 +278,7 @@ def _victim_view():
 
 @pytest.fixture(scope="module")
 def fresh_view():
-    """What a fresh runner observes (no fork server installed)."""
-    forkserver.uninstall()
+    """What a fresh runner observes (no fork server)."""
     forked, view = _victim_view()
     assert not forked and view["writable"] and view["thread"] == [1]
     return view
@@ -292,7 +292,7 @@ def _differences(seen, expected):
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_an_attack_on_the_shared_sandbox_does_not_reach_the_next_student(server, fresh_view, attack):
     cell = ATTACK.format(syscalls=SYSCALLS, attack=ATTACKS[attack])
-    with StudentSession([cell]) as attacker:
+    with StudentSession([cell], runner_source=server) as attacker:
         outputs = attacker.run_notebook()
         assert all(o["output_type"] != "error" for out in outputs.values() for o in out), outputs
         assert isinstance(attacker.proc, forkserver.ForkedRunner)
@@ -303,14 +303,14 @@ def test_an_attack_on_the_shared_sandbox_does_not_reach_the_next_student(server,
     if uid != os.getuid():
         with open("/proc/key-users") as f:
             assert str(uid) not in [line.split(":")[0].strip() for line in f]
-    forked, view = _victim_view()
+    forked, view = _victim_view(server)
     assert forked and view == fresh_view, _differences(view, fresh_view)
     assert view["add_key"] == view["keyctl"] == view["mq_open"] == errno.EPERM  # the syscall filter
     if attack in ("mqueue", "keyring"):
         assert done == errno.EPERM  # refused by the syscall filter
     elif attack == "chmod-scratch":
         assert done is True and server.zygotes == 1  # allowed, and undone by the reset
-    elif sandbox._is_real_root():
+    elif launcher._is_real_root():
         assert done == errno.EPERM and server.zygotes == 1  # the zygote is of another uid
     else:  # one uid for all: the zygote put it back (if it may), or noticed and was replaced
         assert done is True and (server.zygotes == 2 or attack in ("affinity", "sched-idle"))
@@ -319,7 +319,7 @@ def test_an_attack_on_the_shared_sandbox_does_not_reach_the_next_student(server,
 @pytest.mark.parametrize("change", ["rlimit-nofile", "nice", "affinity"])
 def test_a_zygote_whose_process_was_changed_refuses_to_fork(server, fresh_view, change):
     """What a runner could do to a zygote of its uid, done from the host: the zygote sees it."""
-    forked, view = _victim_view()
+    forked, view = _victim_view(server)
     assert forked and view == fresh_view
     pid = _zygote_pid(server._zygote)
     if change == "rlimit-nofile":
@@ -328,8 +328,8 @@ def test_a_zygote_whose_process_was_changed_refuses_to_fork(server, fresh_view, 
         os.setpriority(os.PRIO_PROCESS, pid, 19)
     else:
         os.sched_setaffinity(pid, {0})
-    first, view_first = _victim_view()
-    second, view_second = _victim_view()
+    first, view_first = _victim_view(server)
+    second, view_second = _victim_view(server)
     assert view_first == view_second == fresh_view, _differences(view_first, fresh_view)
     if change == "affinity":
         assert first and second and server.zygotes == 1  # the zygote may widen its affinity again

@@ -3,22 +3,23 @@ import csv
 
 import pytest
 
-from autograder import course, samples
-from autograder.misconceptions import CATALOGUE as CODES
+from autograder.demo import course
+from tests import catalogue
+from autograder.grading.misconceptions import CATALOGUE as CODES
 
 from .conftest import grading_report
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("sample", samples.CATALOGUE, ids=lambda s: s.name)
+@pytest.mark.parametrize("sample", catalogue.CATALOGUE, ids=lambda s: s.name)
 def test_sample_graded_as_expected(graded_course, sample):
     cells = graded_course["grades"].get(sample.name)
     assert cells, f"{sample.name} was not graded:\n{graded_course['autograde'].stderr[-3000:]}"
     assert sum(top for _, top in cells.values()) == 95.0, "the automatic points of the notebook changed"
     shown = {code for cell in grading_report(graded_course["root"], sample.name)["cells"]
              for check in cell["checks"] for code in check["codes"]}
-    ok, why = samples.verdict(sample, cells, shown)
+    ok, why = catalogue.verdict(sample, cells, shown)
     assert ok, why
     html = course.feedback_html(graded_course["root"], sample.name).read_text()
     for code in sample.codes:
@@ -26,7 +27,7 @@ def test_sample_graded_as_expected(graded_course, sample):
 
 
 def test_every_code_has_a_catalogue_entry():
-    covered = {code for s in samples.BUGS for code in s.codes}
+    covered = {code for s in catalogue.BUGS for code in s.codes}
     assert covered <= set(CODES)
     missing = set(CODES) - covered
     assert not missing, f"codes without a buggy sample: {sorted(missing)}"
@@ -57,10 +58,10 @@ def _outputs_text(root, student):
 
 
 def test_sandbox_hides_course_files_and_network(graded_course):
-    from autograder import sandbox
+    from autograder.sandbox import launcher
 
-    if not sandbox.probe().isolated:
-        pytest.skip(f"no sandbox on this machine: {sandbox.probe().reason}")
+    if not launcher.probe().isolated:
+        pytest.skip(f"no sandbox on this machine: {launcher.probe().reason}")
     root = graded_course["root"]
     read = _outputs_text(root, "attack-read-solutions")
     assert "found: []" in read and "no grader: ModuleNotFoundError" in read
@@ -75,7 +76,7 @@ def test_gradebook_and_grader_files_hold_nothing_from_submissions(graded_course)
     root = graded_course["root"]
     db = sqlite3.connect(root / "gradebook.db")
     assert db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall() == []
-    for name in ("nbgrader_config.py", "autograder/wire.py", "autograder/sandbox_runner.py"):
+    for name in ("nbgrader_config.py", "autograder/sandbox/guest/wire.py", "autograder/sandbox/guest/runner.py"):
         assert (root / name).read_bytes() == (course.ROOT / name).read_bytes(), name
 
 
@@ -98,7 +99,7 @@ def test_parallel_workers_grade_the_whole_catalogue_as_stock_does(graded_course,
     import subprocess
     import sys
 
-    from autograder import sandbox
+    from autograder.sandbox import launcher
 
     from .conftest import FAST_LIMITS
 
@@ -112,8 +113,8 @@ def test_parallel_workers_grade_the_whole_catalogue_as_stock_does(graded_course,
                            "--workers", "2", *FAST_LIMITS], cwd=root,
                           env=course.nbgrader_env(), capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    if sandbox.probe().isolated:
-        assert f"runners: {len(samples.CATALOGUE)} forked from a warmed zygote" in proc.stdout, proc.stdout[-800:]
+    if launcher.probe().isolated:
+        assert f"runners: {len(catalogue.CATALOGUE)} forked from a warmed zygote" in proc.stdout, proc.stdout[-800:]
     assert course.grades(root) == graded_course["grades"]
 
     def notebook(top, student):
@@ -124,7 +125,7 @@ def test_parallel_workers_grade_the_whole_catalogue_as_stock_does(graded_course,
             cell.pop("id", None)
         return nb
 
-    differ = [s.name for s in samples.CATALOGUE if notebook(root, s.name) != notebook(stock, s.name)]
+    differ = [s.name for s in catalogue.CATALOGUE if notebook(root, s.name) != notebook(stock, s.name)]
     assert differ == []
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import sandbox
-from autograder.sandbox import (
+from autograder.sandbox import launcher
+from autograder.sandbox.launcher import (
     SCRATCH_MOUNT,
     Limits,
     SandboxStatus,
@@ -171,7 +171,7 @@ def test_readonly_paths_are_visible_but_not_writable(tmp_path, scratch):
 
 
 @isolated
-@pytest.mark.skipif(not sandbox._is_real_root(), reason="only root runs the sandbox under another uid")
+@pytest.mark.skipif(not launcher._is_real_root(), reason="only root runs the sandbox under another uid")
 def test_unreadable_readonly_path_is_rejected_as_root(tmp_path, scratch):
     private = tmp_path / "private.py"
     private.write_text("")
@@ -307,7 +307,7 @@ def test_environment_is_cleared(scratch, monkeypatch):
     assert env["HOME"] == SCRATCH_MOUNT and env["TMPDIR"] == "/tmp"
     assert env["MPLBACKEND"] == "Agg" and env["OMP_NUM_THREADS"] == "1"
     assert env["PWD"] == SCRATCH_MOUNT
-    assert not set(env) - {*sandbox._environment("", "", None), "EXTRA", "PWD"}
+    assert not set(env) - {*launcher._environment("", "", None), "EXTRA", "PWD"}
 
 
 @isolated
@@ -336,7 +336,7 @@ def test_kill_tree_leaves_nothing_behind(scratch):
 def test_sandbox_dies_with_its_parent(scratch):
     parent_code = textwrap.dedent(f"""
         import sys, time
-        from autograder.sandbox import sandboxed_popen
+        from autograder.sandbox.launcher import sandboxed_popen
         proc = sandboxed_popen([sys.executable, "-c", "import time; time.sleep(1000)"], scratch={str(scratch)!r})
         print(proc.pid, flush=True)
         time.sleep(1000)
@@ -355,7 +355,7 @@ def test_sandbox_dies_with_its_parent(scratch):
 
 
 def test_fallback_warns_loudly_or_refuses(scratch, monkeypatch, caplog):
-    monkeypatch.setattr(sandbox, "probe", lambda: SandboxStatus(False, "none (rlimits only)", "pretend: no bwrap"))
+    monkeypatch.setattr(launcher, "probe", lambda: SandboxStatus(False, "none (rlimits only)", "pretend: no bwrap"))
     code = "import os, resource; print(os.getcwd()); print(resource.getrlimit(resource.RLIMIT_AS)[0])"
     with caplog.at_level(logging.WARNING, logger="autograder.sandbox"):
         with pytest.warns(SandboxUnavailableWarning, match="WITHOUT"):
@@ -371,8 +371,8 @@ def test_fallback_warns_loudly_or_refuses(scratch, monkeypatch, caplog):
 
 
 def test_probe_reports_missing_bwrap(monkeypatch):
-    monkeypatch.setattr(sandbox, "_bwrap_info", lambda: None)
-    status = sandbox.probe.__wrapped__()
+    monkeypatch.setattr(launcher, "_bwrap_info", lambda: None)
+    status = launcher.probe.__wrapped__()
     assert status == SandboxStatus(False, "none (rlimits only)", "bubblewrap (bwrap) is not installed")
 
 
@@ -411,14 +411,14 @@ def test_keys_and_message_queues_are_refused(scratch):
 
 
 def test_keys_and_message_queues_are_refused_without_bwrap_too(scratch, monkeypatch):
-    monkeypatch.setattr(sandbox, "probe", lambda: SandboxStatus(False, "none (rlimits only)", "pretend: no bwrap"))
+    monkeypatch.setattr(launcher, "probe", lambda: SandboxStatus(False, "none (rlimits only)", "pretend: no bwrap"))
     with pytest.warns(SandboxUnavailableWarning):
         result = run(SYSCALL_FILTER_PROBE, scratch)
     assert json.loads(result.stdout) == FILTERED, result.stderr
 
 
 @isolated
-@pytest.mark.skipif(not sandbox._is_real_root(), reason="only root runs the sandbox under another uid")
+@pytest.mark.skipif(not launcher._is_real_root(), reason="only root runs the sandbox under another uid")
 def test_a_zygote_keeps_uid_0_with_only_the_capabilities_it_needs(scratch):
     code = "import os; print(os.getuid(), [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0])"
     proc = sandboxed_popen([sys.executable, "-c", code], scratch=scratch, zygote=True, stdout=subprocess.PIPE,
@@ -426,5 +426,5 @@ def test_a_zygote_keeps_uid_0_with_only_the_capabilities_it_needs(scratch):
     uid, caps = proc.communicate(timeout=30)[0].split()
     kill_tree(proc)
     wanted = {"CAP_SETUID": 7, "CAP_SETGID": 6, "CAP_KILL": 5, "CAP_CHOWN": 0, "CAP_FOWNER": 3, "CAP_DAC_OVERRIDE": 1}
-    assert set(wanted) == set(sandbox.ZYGOTE_CAPS)
+    assert set(wanted) == set(launcher.ZYGOTE_CAPS)
     assert (uid, int(caps, 16)) == ("0", sum(1 << bit for bit in wanted.values()))

@@ -4,8 +4,9 @@ import textwrap
 
 import pytest
 
-from autograder import samples, static_scan
-from autograder.static_scan import Finding, scan
+from autograder.grading import static_scan
+from tests import catalogue
+from autograder.grading.static_scan import Finding, scan
 
 FUNCTIONS = ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
              "scaled_dot_product_attention", "causal_mask", "key_padding_to_attn_mask", "fixed_attention")
@@ -32,7 +33,7 @@ def codes(result, function):
 
 
 def solution_answer_cells():
-    nb = json.loads(samples.SOLUTION_NOTEBOOK.read_text())
+    nb = json.loads(catalogue.SOLUTION_NOTEBOOK.read_text())
     return ["".join(c["source"]) for c in nb["cells"]
             if c["cell_type"] == "code" and c["metadata"].get("nbgrader", {}).get("solution")]
 
@@ -66,7 +67,7 @@ SOFTMAX_CASES = {
     "getattr-folded": ['def softmax(x, dim=-1):\n    return getattr(x, "soft" + "max")(dim)'],
     "aten-getattr": ['def softmax(x, dim=-1):\n    return torch.ops.aten.__getattr__("_softmax")(x, dim, False)'],
     "aten-string": ['def softmax(x, dim=-1):\n    return torch._C._dispatch_call("aten::_softmax", x, dim)'],
-    "masked-softmax": [samples.MASKED_SOFTMAX],
+    "masked-softmax": [catalogue.MASKED_SOFTMAX],
     "masked-softmax-overload": ["def softmax(x, dim=-1):\n    return torch.ops.aten._masked_softmax.default(x, x > 0, dim)"],
     "refs": ["def softmax(x, dim=-1):\n    return torch._refs.softmax(x, dim)"],
     "decomp": ["def softmax(x, dim=-1):\n    return torch._decomp.decompositions._softmax(x, dim, False)"],
@@ -84,12 +85,12 @@ SOFTMAX_CASES = {
     "magic-cell-body": ["%%time\ndef softmax(x, dim=-1):\n    return torch.softmax(x, dim)"],
     "magic-line": ["%time sm = torch.softmax", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
     # stored into a name rather than bound to it (red-team findings)
-    "list-append": [samples.CAPTURED_REFS],
+    "list-append": [catalogue.CAPTURED_REFS],
     "dict-update": ["_d = {}", "_d.update(f=torch.softmax)", "def softmax(x, dim=-1):\n    return _d['f'](x, dim)"],
     "setattr-holder": ["class H:\n    pass", "setattr(H, 'f', staticmethod(torch.softmax))",
                        "def softmax(x, dim=-1):\n    return H.f(x, dim)"],
     "walrus": ["(_impl := torch._refs.softmax)", "def softmax(x, dim=-1):\n    return _impl(x, dim)"],
-    "vars-lookup-stripped": [samples.LOOKED_UP_NAME],
+    "vars-lookup-stripped": [catalogue.LOOKED_UP_NAME],
     "dict-lookup": ['def softmax(x, dim=-1):\n    return F.__dict__["softmax"](x, dim)'],
     # red-team pass 2
     "stored-by-a-function": ["_reg = {}", "def _fill(r):\n    r['f'] = torch.softmax", "_fill(_reg)",
@@ -121,7 +122,7 @@ def test_softmax_builtin_is_forbidden(name):
 SDPA_CASES = {
     "functional": ["def scaled_dot_product_attention(q, k, v, mask=None):\n"
                    "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None"],
-    "builtin-sample": [samples.BUILTIN_SDPA],
+    "builtin-sample": [catalogue.BUILTIN_SDPA],
     "flash-cpu-op": ["def scaled_dot_product_attention(q, k, v, mask=None):\n"
                      "    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)[0], None"],
     "fused-choice": ["def scaled_dot_product_attention(q, k, v, mask=None):\n"
@@ -178,12 +179,12 @@ def test_reference_solution_is_clean():
     result = scan(solution_answer_cells(), FUNCTIONS)
     assert result.findings == [] and result.unparsable == []
     assert set(result.forbidden) == set(FUNCTIONS)
-    reference = scan([(samples.ROOT / "solutions" / "sdpa.py").read_text()], FUNCTIONS)
+    reference = scan([(catalogue.ROOT / "solutions" / "sdpa.py").read_text()], FUNCTIONS)
     assert reference.findings == []
 
 
 def correct_sample_sources():
-    for sample in samples.CORRECT:
+    for sample in catalogue.CORRECT:
         yield from ((sample.name, s) for s in (*sample.replace.values(), *sample.append))
 
 
@@ -194,7 +195,7 @@ def test_correct_samples_have_no_forbidden(name, source):
     assert result.review == []
 
 
-@pytest.mark.parametrize("own", [samples.OWN_NAMES["softmax"], """
+@pytest.mark.parametrize("own", [catalogue.OWN_NAMES["softmax"], """
     import types
     from collections import namedtuple
     def _by_hand(x, dim=-1):
@@ -214,12 +215,12 @@ def test_the_students_own_names_are_not_builtins(own):
 
 
 def test_a_cell_too_deep_to_read_is_flagged_not_fatal():
-    result = scan(cells(HAND_SOFTMAX, samples.DEEP_EXPRESSION), FUNCTIONS)
+    result = scan(cells(HAND_SOFTMAX, catalogue.DEEP_EXPRESSION), FUNCTIONS)
     assert result.forbidden["softmax"] == [] and [f.code for f in result.review] == ["dynamic-code"]
 
 
 def test_reaching_the_runner_without_gc_is_flagged():
-    result = scan(cells(samples.UNWIRED_SDPA), FUNCTIONS)
+    result = scan(cells(catalogue.UNWIRED_SDPA), FUNCTIONS)
     assert {"introspection", "grader-internals"} <= {f.code for f in result.review}
     assert codes(result, "scaled_dot_product_attention") == {"sdpa-builtin"}
 
@@ -367,7 +368,7 @@ def test_review_findings_deduplicated_and_short():
 
 
 def attack_sources():
-    for sample in samples.ATTACKS:
+    for sample in catalogue.ATTACKS:
         for source in sample.append:
             if any(word in source for word in ("ctypes", "os.kill", "gc.")):
                 yield sample.name, source
@@ -379,11 +380,11 @@ def test_attacks_are_flagged_for_review(name, source):
 
 
 def test_evidence_attacks_are_caught():
-    disarm = next(s for s in samples.EVIDENCE if s.name == "attack-disarm-tripwires")
+    disarm = next(s for s in catalogue.EVIDENCE if s.name == "attack-disarm-tripwires")
     result = scan(solution_answer_cells() + list(disarm.replace.values()) + list(disarm.append), FUNCTIONS)
     assert codes(result, "softmax") == {"softmax-builtin"}
     assert codes(result, "scaled_dot_product_attention") == {"sdpa-builtin"}
     assert {"introspection", "grader-internals"} <= {f.code for f in result.review}
-    for source in (samples.STOP_AND_SMALL_PIPE, samples.OUTPUT_FLOOD, samples.ZYGOTE_STATE,
-                   samples.STRIP_TENSOR_DATA):
+    for source in (catalogue.STOP_AND_SMALL_PIPE, catalogue.OUTPUT_FLOOD, catalogue.ZYGOTE_STATE,
+                   catalogue.STRIP_TENSOR_DATA):
         assert scan([source], FUNCTIONS).review, source

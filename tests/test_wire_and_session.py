@@ -5,9 +5,9 @@ import struct
 import pytest
 import torch
 
-from autograder import wire
-from autograder.scoring import seed_for
-from autograder.session import Budget, StudentSession
+from autograder.sandbox.guest import wire
+from autograder.grading.hidden_checks import seed_for
+from autograder.sandbox.session import Budget, StudentSession
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.bool,

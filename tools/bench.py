@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder import course, samples  # noqa: E402
+from autograder.demo import course, submissions  # noqa: E402
 
 
 def build_courses(base, n):
@@ -40,12 +40,12 @@ def build_courses(base, n):
     course.make_course(base)
     course.nbgrader(base, "generate_assignment", course.ASSIGNMENT, "--force")
     release = course.release_notebook(base)
-    mix = samples.CORRECT + samples.BUGS
+    mix = submissions.CORRECT + submissions.BUGS
     built = {}
     for i in range(n):
         sample = mix[i % len(mix)]
         if sample.name not in built:
-            built[sample.name] = samples.build(sample, release)
+            built[sample.name] = submissions.build(sample, release)
         course.submit(base, f"s{i:03d}-{sample.name}", built[sample.name])
     return base
 
@@ -115,9 +115,10 @@ def profile(args):
     os.chdir(root)
     t0 = time.perf_counter()
     from nbgrader.apps.autogradeapp import AutogradeApp
-    from nbgrader.converters import autograde
+    from autograder.batch.worker import autograde_class
 
-    from autograder import preprocessors, session
+    from autograder.nbgrader import execute, trusted_scoring
+    from autograder.sandbox import session
     t_import = time.perf_counter() - t0
 
     times, counts = collections.defaultdict(float), collections.Counter()
@@ -158,8 +159,8 @@ def profile(args):
 
     session.StudentSession._request = request
     wrap(session.StudentSession, "_spawn", SPAWN)
-    wrap(preprocessors, "run_checks", "hidden checks (pytest), total", mark="checks")
-    wrap(preprocessors.SandboxedExecute, "preprocess", "SandboxedExecute, total")
+    wrap(trusted_scoring, "run_checks", "hidden checks (pytest), total", mark="checks")
+    wrap(execute.SandboxedExecute, "preprocess", "SandboxedExecute, total")
     gc_time = {"t": 0.0, "s": 0.0}
 
     def on_gc(phase, info):
@@ -171,17 +172,18 @@ def profile(args):
     gc.callbacks.append(on_gc)
     server = None
     if args.zygote:
-        from autograder import forkserver
+        from autograder.sandbox import forkserver
 
         server = forkserver.ForkServer()
-        forkserver.install(server)
+        server.warm()
         wrap(forkserver._Zygote, "wait_ready", "  runner start: waiting for the zygote to warm up (once)")
         wrap(forkserver._Zygote, "fork", "  runner start: forking a runner from the zygote")
         wrap(forkserver._Zygote, "reset", "resetting the zygote's sandbox after each runner")
     app = AutogradeApp()
     app.initialize(["--log-level=ERROR"])
     app.coursedir.assignment_id = course.ASSIGNMENT
-    converter = autograde.Autograde(coursedir=app.coursedir, parent=app)
+    converter = autograde_class()(coursedir=app.coursedir, parent=app)  # hands each notebook `server`
+    converter.runner_source = server
     t1 = time.perf_counter()
     converter.start()
     total = time.perf_counter() - t1
@@ -190,7 +192,7 @@ def profile(args):
     accounted = times["SandboxedExecute, total"] + times["hidden checks (pytest), total"]
     how = "runners forked from a zygote (as sdpa-course workers do)" if server else "a fresh runner each"
     if server is not None:
-        forkserver.uninstall(server)
+        server.close()
     print(f"\nstock `nbgrader autograde` pipeline, {n} submissions, in-process, {how} (course built in "
           f"{t0 - started:.0f} s):")
     print(f"  once per run:   importing nbgrader/torch/pytest and the grading engine {t_import:.2f} s")

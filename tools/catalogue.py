@@ -15,7 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autograder import course, samples  # noqa: E402
+from autograder.demo import course  # noqa: E402
+from autograder.grading import record  # noqa: E402
+from tests import catalogue  # noqa: E402
 
 
 def main():
@@ -24,13 +26,13 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = course.make_course(Path(args.keep or tmp) / "course")
-        grades, seconds, _ = course.grade_samples(root, samples.CATALOGUE)
+        grades, seconds, _ = course.grade_samples(root, catalogue.CATALOGUE)
         rows, tally = [], {}
-        for sample in samples.CATALOGUE:
+        for sample in catalogue.CATALOGUE:
             cells = grades.get(sample.name, {})
-            report = course.grading_report(root, sample.name) if cells else {"cells": [], "seconds": 0}
-            shown = sorted({code for cell in report["cells"] for check in cell["checks"] for code in check["codes"]})
-            ok, why = samples.verdict(sample, cells, shown) if cells else (False, "not graded")
+            report = course.grading_report(root, sample.name) if cells else {}
+            shown = sorted(record.codes_named(report))
+            ok, why = catalogue.verdict(sample, cells, shown) if cells else (False, "not graded")
             earned = sum(s or 0 for s, _ in cells.values())
             caught = sample.kind != "bug" or earned < sum(m for _, m in cells.values())
             diagnosed = set(sample.codes) <= set(shown)
@@ -47,11 +49,11 @@ def main():
     print(f"attacks held:    {sum(o for o, _, _ in attacks)}/{len(attacks)}")
     print(f"correct variants at full marks: {sum(o for o, _, _ in correct)}/{len(correct)}")
     print(f"unusual answer forms at full marks: {sum(o for o, _, _ in fair)}/{len(fair)}")
-    evidence = {s.name for s in samples.EVIDENCE}
+    evidence = {s.name for s in catalogue.EVIDENCE}
     print("evidence, bounds and clean-start samples: " + ", ".join(
         f"{row[0]} ({'held' if row[6] == 'ok' else 'FAILED'})" for row in rows if row[0] in evidence))
-    print(f"grading time:    {seconds / len(samples.CATALOGUE):.2f} s per submission "
-          f"(stock nbgrader autograde, {len(samples.CATALOGUE)} submissions, {seconds:.0f} s)")
+    print(f"grading time:    {seconds / len(catalogue.CATALOGUE):.2f} s per submission "
+          f"(stock nbgrader autograde, {len(catalogue.CATALOGUE)} submissions, {seconds:.0f} s)")
     return 0 if all(r[6] == "ok" for r in rows) else 1
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autograder import course, samples  # noqa: E402
+from autograder.demo import course  # noqa: E402
+from tests import catalogue  # noqa: E402
 
 DEFAULT = ("correct-reference", "attack-output-flood", "attack-stop-and-small-pipe")
 
@@ -54,13 +55,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("samples", nargs="*", default=DEFAULT)
     names = parser.parse_args().samples
-    chosen = [s for s in samples.CATALOGUE if s.name in names]
+    chosen = [s for s in catalogue.CATALOGUE if s.name in names]
     with tempfile.TemporaryDirectory() as tmp:
         root = course.make_course(Path(tmp) / "course")
         course.nbgrader(root, "generate_assignment", course.ASSIGNMENT, "--force")
         release = course.release_notebook(root)
         for sample in chosen:
-            course.submit(root, sample.name, samples.build(sample, release))
+            course.submit(root, sample.name, catalogue.build(sample, release))
         print(f"{'sample':32s} {'peak RSS MiB':>12s} {'seconds':>8s} {'notebook KiB':>12s}  exit")
         for sample in chosen:
             peak, seconds, size, code = grade_one(root, sample.name)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autograder import course, samples  # noqa: E402
+from autograder.demo import course  # noqa: E402
+from tests import catalogue  # noqa: E402
 
 MIX = ["correct-reference", "bug-mask-inverted", "bug-scale-by-dk", "correct-alternatives", "bug-softmax-unstable",
        "bug-causal-off-by-one", "correct-noisy", "bug-padding-polarity"]
@@ -24,9 +25,9 @@ MIX = ["correct-reference", "bug-mask-inverted", "bug-scale-by-dk", "correct-alt
 def grade(root, n, sandbox):
     course.nbgrader(root, "generate_assignment", course.ASSIGNMENT, "--force")
     release = course.release_notebook(root)
-    by_name = {s.name: s for s in samples.CATALOGUE}
+    by_name = {s.name: s for s in catalogue.CATALOGUE}
     for i in range(n):
-        course.submit(root, f"s{i:03d}", samples.build(by_name[MIX[i % len(MIX)]], release))
+        course.submit(root, f"s{i:03d}", catalogue.build(by_name[MIX[i % len(MIX)]], release))
     if not sandbox:
         os.environ["SDPA_SANDBOX"] = "off"
     try:

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
+from ..grading import record
+from . import submissions
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: the course's files
 ASSIGNMENT = "sdpa"
 COPIED = ("nbgrader_config.py", "autograder", "solutions", "source", "tools", "assignments")
 
@@ -81,10 +84,7 @@ def feedback_html(course, student):
 
 def grading_report(course, student):
     """The trusted scorer's JSON report of one student's notebook."""
-    import json
-
-    path = Path(course) / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.grading.json"
-    return json.loads(path.read_text())
+    return record.load(Path(course) / "autograded" / student / ASSIGNMENT / record.filename(ASSIGNMENT))
 
 
 def grade_samples(course, catalogue, *autograde_args):
@@ -94,12 +94,10 @@ def grade_samples(course, catalogue, *autograde_args):
     """
     import time
 
-    from . import samples
-
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
     release = release_notebook(course)
     for sample in catalogue:
-        submit(course, sample.name, samples.build(sample, release))
+        submit(course, sample.name, submissions.build(sample, release))
     started = time.perf_counter()
     autograde = nbgrader(course, "autograde", ASSIGNMENT, *autograde_args, check=False)
     seconds = time.perf_counter() - started

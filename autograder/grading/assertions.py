@@ -9,7 +9,7 @@ plugin turns that into feedback.  Nothing here runs student code.
 import torch
 
 from . import cases, mutants, tolerances
-from .wire import STRIDED, TensorSpec
+from ..sandbox.guest.wire import STRIDED, TensorSpec
 
 SOFTMAX_APIS = ("softmax", "log_softmax", "softmin", "Softmax")
 SDPA_APIS = ("scaled_dot_product", "multi_head_attention", "MultiheadAttention", "_fused_sdp")
@@ -209,7 +209,7 @@ def _shape_codes(function, diag_args, value, select):
     if function == "key_padding_to_attn_mask" and value.shape != ():
         codes.append("padding-shape")
     if function in ("scaled_dot_product_attention", "fixed_attention", "attention_output") and len(args) >= 3:
-        q, k = args[0], args[1]
+        k = args[1]
         if len(value.shape) >= 1 and value.shape[-1] == k.shape[-1] != args[2].shape[-1]:
             codes.append("output-used-k")
     return codes

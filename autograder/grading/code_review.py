@@ -11,7 +11,7 @@ Two consequences, both decided here and never by the student's process:
   points by itself.
 """
 from . import static_scan
-from .scoring import CheckResult
+from .hidden_checks import CheckResult
 
 # The student functions each part's hidden checks call.
 PART_FUNCTIONS = {

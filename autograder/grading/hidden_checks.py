@@ -1,6 +1,6 @@
 """Run the hidden checks (pytest modules) against one student session.
 
-The checks live in ``autograder/checks``; each module grades one part of the
+The checks live in ``autograder/grading/checks``; each module grades one part of the
 notebook and marks each test with its points.  `run_checks` runs pytest
 in-process with a small plugin that hands the tests a `student` session and a
 per-student seeded generator, and collects a `CheckResult` per test.  This
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .checking import CheckFailed
+from .assertions import CheckFailed
 
 CHECKS_DIR = Path(__file__).with_name("checks")
 log = logging.getLogger(__name__)

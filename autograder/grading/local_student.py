@@ -10,8 +10,9 @@ the CUDA code path (e.g. {"cuda": "cpu"}).
 """
 import torch
 
-from . import wire
-from .session import CallResult
+from ..nbgrader.cells import grade_id, is_answer_cell
+from ..sandbox.guest import wire
+from ..sandbox.session import CallResult
 
 
 class LocalStudent:
@@ -69,11 +70,10 @@ def reference_namespace():
     """Globals of the solution notebook's setup and answer cells (trusted code)."""
     import nbformat
 
-    from .samples import SOLUTION_NOTEBOOK
+    from solutions import SOLUTION_NOTEBOOK
 
     namespace = {}
     for cell in nbformat.read(str(SOLUTION_NOTEBOOK), as_version=4).cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and (meta.get("grade_id") == "setup" or meta.get("solution")):
-            exec(compile(cell.source, meta.get("grade_id", "cell"), "exec"), namespace)  # noqa: S102 - our own code
+        if cell.cell_type == "code" and (grade_id(cell) == "setup" or is_answer_cell(cell)):
+            exec(compile(cell.source, grade_id(cell) or "cell", "exec"), namespace)  # noqa: S102 - our own code
     return namespace

@@ -9,8 +9,8 @@ scores in `TrustedScoring`), and the forbidden-API tripwires of the sandboxed
 runner are not active in this mode.
 """
 from .feedback import render_text
-from .local import LocalStudent
-from .scoring import run_checks
+from .hidden_checks import run_checks
+from .local_student import LocalStudent
 
 
 def preview(part, namespace):

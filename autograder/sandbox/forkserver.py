@@ -1,9 +1,9 @@
 """Runners forked from a warmed zygote, so no student waits for `import torch`.
 
 A fresh runner costs about 2.5 s of CPU before its student's first line
-runs (``sandbox_zygote.py`` lists what).  A `ForkServer` starts one zygote
-sandbox -- through `sandbox.sandboxed_popen`, with the limits and isolation
-the sessions ask for -- and, as ``session.runner_factory``, hands each
+runs (``guest/zygote.py`` lists what).  A `ForkServer` starts one zygote
+sandbox -- through `launcher.sandboxed_popen`, with the limits and isolation
+the sessions ask for -- and, as a `runners.RunnerSource`, hands each
 session a runner forked from it: a new process that never ran anyone's
 code, on new pipes.  Between two runners the zygote resets its sandbox
 (kills every other process, removes IPC objects, restores scratch and
@@ -11,7 +11,7 @@ code, on new pipes.  Between two runners the zygote resets its sandbox
 answer "clean" with our nonce; if it does not, in time, or refuses a fork,
 the whole sandbox is killed and the next runner comes from a new zygote.
 As root, each runner runs under a uid of its own, so it cannot change the
-zygote that later runners inherit from (``sandbox_zygote.py``).
+zygote that later runners inherit from (``guest/zygote.py``).
 
 Only one runner is out at a time: a session that asks while another one
 still holds a runner gets None and starts its own fresh runner, so two
@@ -32,14 +32,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-from pathlib import Path
 
-from . import sandbox, session, wire
+from . import launcher, runners
+from .guest import ZYGOTE
 
 log = logging.getLogger(__name__)
 
-ZYGOTE = Path(__file__).with_name("sandbox_zygote.py")
 
 
 class ZygoteError(RuntimeError):
@@ -61,10 +59,10 @@ class _Zygote:
         self.cpu = 0.0
         self.init_pid = self.zygote_pid = None  # host pids, known once the zygote is ready
         try:
-            _, readonly = session.runner_command()
+            _, readonly = runners.runner_command()
             # The runners' RLIMIT_NPROC and the range of their uids (root mode).
-            numbers = (limits.max_processes, sandbox._UID_BASE, sandbox._UID_SPAN)
-            self.proc = sandbox.sandboxed_popen(
+            numbers = (limits.max_processes, launcher.UID_BASE, launcher.UID_SPAN)
+            self.proc = launcher.sandboxed_popen(
                 [sys.executable, "-I", str(ZYGOTE), *map(str, numbers)], scratch=scratch,
                 readonly=readonly + [ZYGOTE], limits=limits, require_isolation=require_isolation, zygote=True,
                 stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=self.log)
@@ -99,9 +97,9 @@ class _Zygote:
             self.cpu, self.ready = float(msg.get("cpu", 0.0)), True
             # Host pids of bwrap's init and of the zygote (its only child now): the
             # runner forked next is init's other child, which a session watches.
-            inits = sandbox.children(self.proc.pid)
+            inits = launcher.children(self.proc.pid)
             self.init_pid = inits[0] if len(inits) == 1 else None
-            kids = sandbox.children(self.init_pid) if self.init_pid else []
+            kids = launcher.children(self.init_pid) if self.init_pid else []
             self.zygote_pid = kids[0] if len(kids) == 1 else None
 
     def fork(self, timeout):
@@ -128,7 +126,7 @@ class _Zygote:
         if msg.get("op") != "forked":
             raise ZygoteError(f"the zygote did not fork: {msg}")
         if self.init_pid and self.zygote_pid:
-            others = [p for p in sandbox.children(self.init_pid) if p != self.zygote_pid]
+            others = [p for p in launcher.children(self.init_pid) if p != self.zygote_pid]
             runner.host_pid = others[0] if len(others) == 1 else None
         return runner
 
@@ -147,7 +145,7 @@ class _Zygote:
 
     def discard(self):
         if self.proc is not None:
-            sandbox.kill_tree(self.proc)
+            launcher.kill_tree(self.proc)
             self.proc = None
         self.control.close()
         self.log.close()
@@ -164,7 +162,7 @@ class ForkedRunner:
         self.host_pid = None  # for `session`: whether the runner stopped itself
 
     def stop(self):
-        """`session.stop_runner`: end this runner; the zygote resets its sandbox (or is discarded).
+        """`runners.stop_runner`: end this runner; the zygote resets its sandbox (or is discarded).
 
         The pipes are closed only after that: the runner is dead by then, so the
         session's reader thread has seen EOF and does not hold the pipe's lock.
@@ -181,10 +179,10 @@ class ForkedRunner:
 
 
 class ForkServer:
-    """`session.runner_factory` that forks runners from a warmed zygote; see the module docstring."""
+    """A `runners.RunnerSource` that forks runners from a warmed zygote; see the module docstring."""
 
     def __init__(self, limits=None, require_isolation=False, start_timeout=60.0, reply_timeout=5.0):
-        self.limits = limits or sandbox.Limits()
+        self.limits = limits or launcher.Limits()
         self.require_isolation = require_isolation
         self.start_timeout = start_timeout
         self.reply_timeout = reply_timeout
@@ -197,7 +195,7 @@ class ForkServer:
     @staticmethod
     def usable():
         """The zygote needs bubblewrap's pid namespace."""
-        return sandbox.probe().isolated
+        return launcher.probe().isolated
 
     def warm(self):
         """Start the zygote if there is none (it warms up while the caller does other work)."""
@@ -234,8 +232,8 @@ class ForkServer:
         try:
             zygote.wait_ready(self.start_timeout)
             runner = zygote.fork(self.reply_timeout)
-            replies = session.reply_queue()
-            threading.Thread(target=session.read_replies, args=(runner.stdout, replies),
+            replies = runners.reply_queue()
+            threading.Thread(target=runners.read_replies, args=(runner.stdout, replies),
                              daemon=True).start()
             _wait_for_ready(replies, self.start_timeout)
         except ZygoteError as exc:
@@ -246,7 +244,7 @@ class ForkServer:
             self.missed += 1
             return None
         self.handed += 1
-        return session.HandedRunner(runner, replies, None, runner.log)
+        return runners.HandedRunner(runner, replies, None, runner.log)
 
     def _after_runner(self, zygote):
         """A runner was stopped: reset the sandbox, or throw it away."""
@@ -275,4 +273,3 @@ def _wait_for_ready(replies, timeout):
 
 
 # Make new sessions in this process take their runners from one, or stop that.
-install, uninstall = session.install_runner_source, session.uninstall_runner_source

@@ -35,7 +35,7 @@ Process-count limit -- what was measured (Linux 6.18, bwrap 0.8.0):
 * Used as root (of the initial user namespace; root inside a rootless
   container is a normal user to the kernel): bwrap runs privileged without a user namespace, keeping only
   CAP_SETUID/CAP_SETGID; the shim switches to a random per-sandbox uid/gid in
-  [`_UID_BASE`, `_UID_BASE` + `_UID_SPAN`) (all capabilities vanish; bwrap
+  [`UID_BASE`, `UID_BASE` + `UID_SPAN`) (all capabilities vanish; bwrap
   sets no_new_privs) before setting RLIMIT_NPROC.  Since no other process has
   that uid, the limit counts exactly this sandbox's tasks.  Consequences:
   `scratch` is chown'ed (recursively) to that uid, and `readonly` paths must
@@ -89,6 +89,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .guest import procfs
+
 __all__ = [
     "SCRATCH_MOUNT",
     "Limits",
@@ -112,8 +114,8 @@ _FIX = (
 )
 # Random per-sandbox uids when running as root (see module docstring); a
 # zygote draws its runners' uids from the same range.
-_UID_BASE = 0x5A000000
-_UID_SPAN = 1 << 20
+UID_BASE = 0x5A000000
+UID_SPAN = 1 << 20
 # What a zygote keeps as root (no setuid): switching each runner to a uid of
 # its own, killing its processes, restoring the files it changed or locked.
 ZYGOTE_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE")
@@ -313,7 +315,7 @@ def _isolated_command(argv, scratch, readonly, limits, info, zygote=False):
     """bwrap command line for `argv` and the (cwd, HOME, TMPDIR) it runs with."""
     bwrap, _, options = info
     as_root = _is_real_root()
-    uid = _UID_BASE + secrets.randbelow(_UID_SPAN) if as_root and not zygote else -1
+    uid = UID_BASE + secrets.randbelow(UID_SPAN) if as_root and not zygote else -1
     cmd = [bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-net",
            "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
     if as_root:
@@ -450,33 +452,16 @@ def _task_count(uid):
 
 def children(pid: int) -> list[int]:
     """Host pids whose parent is `pid`."""
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            if name.isdigit():
-                with open(f"/proc/{name}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.append(int(name))
-        except (OSError, IndexError, ValueError):
-            pass
-    return found
+    return [p for p in procfs.pids() if procfs.parent(p) == pid]
 
 
 def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+    return procfs.state(pid) not in ("", "Z")
 
 
 def process_state(pid: int) -> str:
     """The one-letter state of a host process ('R', 'S', 'T' stopped, 'Z'...), '' if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return ""
+    return procfs.state(pid)
 
 
 def runner_pid(proc: subprocess.Popen) -> int | None:

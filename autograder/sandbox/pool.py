@@ -11,13 +11,13 @@ runner started ahead of need, so that work overlaps the previous submission
 instead of adding to each one's latency:
 
 * a pooled runner is spawned exactly as `StudentSession` spawns one (the
-  argv of `session.runner_command`, `sandbox.sandboxed_popen`, the session's
+  argv of `session.runner_command`, `launcher.sandboxed_popen`, the session's
   limits and isolation requirement), so the sandbox wraps it like any other;
 * once started it is sent one exec request that imports `PRELOAD_MODULES`
   without binding any name: only ``sys.modules`` changes, as the release's
   first cell -- which every graded notebook runs -- would do a moment later.
   Its output is discarded and it never reaches a student's notebook;
-* `install` registers the pool as ``session.runner_factory``; `take` hands
+* it is a `runners.RunnerSource`: a worker passes it to each session; `take` hands
   one ready runner to exactly one session, which owns it from then on (and
   kills it when it closes, as always).  A runner is never given to a second
   session, so no student's process is ever reused for another student;
@@ -29,7 +29,6 @@ A pool belongs to one process and is not thread-safe: one grading worker,
 one pool.
 """
 import logging
-import os
 import queue
 import secrets
 import shutil
@@ -37,7 +36,8 @@ import subprocess
 import threading
 import time
 
-from . import sandbox, session, wire
+from . import launcher, runners
+from .guest import wire
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +55,16 @@ class _Warm:
 
     def __init__(self, limits, require_isolation, preload):
         self.limits, self.require_isolation = limits, require_isolation
-        self.directory, work, self.log = session.runner_dirs()
+        self.directory, work, self.log = runners.runner_dirs()
         self.proc = None
         try:
-            argv, readonly = session.runner_command()
-            self.proc = sandbox.sandboxed_popen(
+            argv, readonly = runners.runner_command()
+            self.proc = launcher.sandboxed_popen(
                 argv, scratch=work, readonly=readonly, limits=limits,
                 require_isolation=require_isolation,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
-            self.replies = session.reply_queue()
-            threading.Thread(target=session.read_replies, args=(self.proc.stdout, self.replies),
+            self.replies = runners.reply_queue()
+            threading.Thread(target=runners.read_replies, args=(self.proc.stdout, self.replies),
                              daemon=True).start()
             # Queued behind the runner's "ready": it runs as soon as IPython is up.
             self.request_id = "preload-" + secrets.token_hex(8)
@@ -90,7 +90,7 @@ class _Warm:
 
     def discard(self):
         if self.proc is not None:
-            session.stop_runner(self.proc)
+            runners.stop_runner(self.proc)
             self.proc = None
         self.log.close()
         shutil.rmtree(self.directory, ignore_errors=True)
@@ -100,7 +100,7 @@ class RunnerPool:
     """Keeps one sandboxed runner started ahead; see the module docstring."""
 
     def __init__(self, limits=None, require_isolation=False, preload=PRELOAD_MODULES, start_timeout=60.0):
-        self.limits = limits or sandbox.Limits()
+        self.limits = limits or launcher.Limits()
         self.require_isolation = require_isolation
         self.preload = preload_source(preload)
         self.start_timeout = start_timeout
@@ -120,7 +120,7 @@ class RunnerPool:
             self._spare = None
 
     def take(self, student_session):
-        """`session.runner_factory`: a ready runner for this session, or None."""
+        """`runners.RunnerSource.take`: a ready runner for this session, or None."""
         wanted = (student_session.limits, student_session.require_isolation)
         spare, self._spare = self._spare, None
         if wanted != (self.limits, self.require_isolation):
@@ -138,7 +138,7 @@ class RunnerPool:
             self.missed += 1
             return None
         self.handed += 1
-        return session.HandedRunner(spare.proc, spare.replies, spare.directory, spare.log)
+        return runners.HandedRunner(spare.proc, spare.replies, spare.directory, spare.log)
 
     def close(self):
         spare, self._spare = self._spare, None
@@ -147,4 +147,3 @@ class RunnerPool:
 
 
 # Make new sessions in this process take their runners from one, or stop that.
-install, uninstall = session.install_runner_source, session.uninstall_runner_source

@@ -19,69 +19,20 @@ import secrets
 import select
 import shutil
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Optional
 
-from . import sandbox, wire
+from . import launcher
+from .guest import wire
 from .outputs import OutputBudget
+from .runners import RunnerSource, read_replies, reply_queue, runner_command, runner_dirs, stop_runner
 
-RUNNER = Path(__file__).with_name("sandbox_runner.py")
-WIRE = Path(__file__).with_name("wire.py")
-
-# Optional hook for a source of runners started ahead of need (``pool.py``,
-# ``forkserver.py``): a callable that takes the session and returns a
-# `HandedRunner` -- a runner process that runs in a sandbox made by
-# `sandbox.sandboxed_popen` with this session's limits, has sent "ready" and
-# never ran any student's code -- or None, and the session starts its own.
-# Each runner goes to one session.
-runner_factory = None
-
-
-def install_runner_source(source):
-    """Make new sessions in this process take their runners from `source` (`pool`, `forkserver`)."""
-    global runner_factory
-    runner_factory = source.take
-    source.warm()
-
-
-def uninstall_runner_source(source=None):
-    """Back to fresh runners; closes `source`."""
-    global runner_factory
-    if source is None or runner_factory == source.take:
-        runner_factory = None
-    if source is not None:
-        source.close()
-
-
-@dataclass
-class HandedRunner:
-    """A started, ready runner handed over by `runner_factory`."""
-
-    proc: subprocess.Popen  # or a forkserver.ForkedRunner
-    replies: queue.Queue  # a `reply_queue()` filled by a `read_replies` thread
-    directory: str  # its `runner_dirs` top directory (removed by the session), or None
-    log: object  # its open runner.log file (closed by the session)
-
-
-def runner_dirs():
-    """(top, scratch, log file) of a new runner: the sandbox sees only scratch, not its own log.
-
-    The session removes `top` when the runner ends.
-    """
-    top = tempfile.mkdtemp(prefix="sdpa-run-")
-    scratch = os.path.join(top, "scratch")
-    os.mkdir(scratch)
-    return top, scratch, open(os.path.join(top, "runner.log"), "wb")
-
-
-def runner_command():
-    """argv and read-only mounts of a runner process."""
-    return [sys.executable, "-I", str(RUNNER)], [RUNNER, WIRE]
-
+# Frames the runner sends that answer no request (student code writing to the
+# protocol pipe): dropped, but a runner that keeps sending them is killed.
+MAX_UNSOLICITED_FRAMES = 32
+WATCH_SECONDS = 0.2  # how often a wait looks at whether the runner has stopped itself
 
 @dataclass(frozen=True)
 class Budget:
@@ -125,43 +76,31 @@ class CallResult:
         }.get(self.status, self.status)
 
 
+class CellRunError(Exception):
+    """Running the code cell at `position` failed in a way no limit explains (a grader-side error)."""
+
+    def __init__(self, position, message):
+        super().__init__(message)
+        self.position = position
+
+
 class _RunnerGone(Exception):
     pass
-
-
-# Frames the runner sends that answer no request (student code writing to the
-# protocol pipe): dropped, but a runner that keeps sending them is killed.
-MAX_UNSOLICITED_FRAMES = 32
-REPLY_QUEUE_FRAMES = 4  # replies read ahead of the grader; the runner blocks behind them
-WATCH_SECONDS = 0.2  # how often a wait looks at whether the runner has stopped itself
-
-
-def read_replies(stream, replies):
-    """Reader thread: frames from the runner into `replies`, each capped as it is read."""
-    try:
-        while True:
-            replies.put(wire.receive(stream, wire.MAX_REPLY_HEADER_BYTES, wire.MAX_REPLY_BLOB_BYTES))
-    except wire.WireError as exc:
-        replies.put(wire.WireError(f"回复不合格或超过评分进程的大小上限：{exc}"))
-    except (EOFError, OSError, ValueError) as exc:
-        replies.put(exc)
-
-
-def reply_queue():
-    return queue.Queue(maxsize=REPLY_QUEUE_FRAMES)
 
 
 class StudentSession:
     """One submission's sandboxed runner plus the bookkeeping around it."""
 
-    def __init__(self, cells, *, display_cells=(), budget=Budget(), limits=None, require_isolation=False):
+    def __init__(self, cells, *, display_cells=(), budget=Budget(), limits=None, require_isolation=False,
+                 runner_source: Optional[RunnerSource] = None):
         self.cells = list(cells)  # code cell sources, in notebook order
         # Provided cells that only show output (visible checks, plots, demos): short
         # timeout, never replayed, and all skipped once one hangs or crashes.
         self.display_cells = set(display_cells)
         self.display_disabled = False
         self.budget = budget
-        self.limits = limits or sandbox.Limits()
+        self.limits = limits or launcher.Limits()
+        self.runner_source = runner_source
         self.require_isolation = require_isolation
         self.skipped = {}  # cell position -> reason it is no longer replayed
         self.hung = set()  # functions that timed out or crashed once
@@ -174,7 +113,7 @@ class StudentSession:
         self.proc = None
         self._pid = None  # the runner's host pid, to see whether it stopped itself
         self.directory = None  # the runner's own `runner_dirs` top, removed with it
-        self.status = sandbox.probe()
+        self.status = launcher.probe()
 
     # -- process management ------------------------------------------------
     def _time_left(self):
@@ -188,21 +127,21 @@ class StudentSession:
         return time.monotonic() + min(timeout, left)
 
     def _spawn(self):
-        handed = runner_factory(self) if runner_factory is not None else None
+        handed = self.runner_source.take(self) if self.runner_source is not None else None
         if handed is not None:
             self.proc, self._replies, self.directory, self._log = handed.proc, handed.replies, handed.directory, handed.log
             self._pid = getattr(self.proc, "host_pid", None)
             return
         self.directory, work, self._log = runner_dirs()
         argv, readonly = runner_command()
-        self.proc = sandbox.sandboxed_popen(
+        self.proc = launcher.sandboxed_popen(
             argv, scratch=work, readonly=readonly,
             limits=self.limits, require_isolation=self.require_isolation,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
         self._replies = reply_queue()
         threading.Thread(target=read_replies, args=(self.proc.stdout, self._replies), daemon=True).start()
         self._wait(self._deadline(self.budget.start_timeout))
-        self._pid = sandbox.runner_pid(self.proc)
+        self._pid = launcher.runner_pid(self.proc)
 
     def _wait(self, deadline, request_id=None):
         """The reply to `request_id` by `deadline`; frames forged by student code are dropped."""
@@ -226,7 +165,7 @@ class StudentSession:
 
     def _check_not_stopped(self):
         """A runner that stopped itself (SIGSTOP) uses no CPU and never answers: end it now."""
-        if self._pid is not None and sandbox.process_state(self._pid) in ("T", "t"):
+        if self._pid is not None and launcher.process_state(self._pid) in ("T", "t"):
             raise _RunnerGone("运行环境把自己暂停了（SIGSTOP），评分进程已将其终止")
 
     def _write(self, data, deadline):
@@ -341,6 +280,10 @@ class StudentSession:
             except _BudgetSpent:
                 outputs[pos] = [self._limit_output(pos, "GradingBudgetExceeded", "这份提交的评分时间已用完")]
                 self.skipped[pos] = "budget"
+            except launcher.SandboxUnavailableError:
+                raise  # about the machine, not this cell
+            except Exception as exc:
+                raise CellRunError(pos, f"{type(exc).__name__}: {exc}") from exc
             finally:
                 self.executed = pos + 1
         return outputs
@@ -405,24 +348,6 @@ class StudentSession:
 
 class _BudgetSpent(Exception):
     pass
-
-
-def stop_runner(proc):
-    """Kill a runner's whole sandbox and close our ends of its pipes.
-
-    A runner forked by ``forkserver.py`` knows how to stop itself: its zygote
-    kills it and resets the sandbox it shares with the next runner.
-    """
-    stop = getattr(proc, "stop", None)
-    if stop is not None:
-        stop()
-        return
-    sandbox.kill_tree(proc)
-    for pipe in (proc.stdin, proc.stdout):
-        try:
-            pipe.close()
-        except OSError:
-            pass
 
 
 def _drain(replies):

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from autograder import cases
-from autograder.checking import expect_tensor, expect_unchanged_inputs
+from autograder.grading import cases
+from autograder.grading.assertions import expect_tensor, expect_unchanged_inputs
 from solutions import sdpa as ref
 
 PART = "apply_mask"

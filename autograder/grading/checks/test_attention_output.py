@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from autograder import cases
-from autograder.checking import expect_raises, expect_tensor
+from autograder.grading import cases
+from autograder.grading.assertions import expect_raises, expect_tensor
 
 PART = "attention_output"
 FN = "attention_output"

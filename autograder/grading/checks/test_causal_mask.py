@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from autograder.checking import expect_tensor
+from autograder.grading.assertions import expect_tensor
 
 PART = "causal_mask"
 FN = "causal_mask"

@@ -1,8 +1,8 @@
 """Debugging task: name the bug in buggy_attention and fix it."""
 import pytest
 
-from autograder import cases
-from autograder.checking import CheckFailed, expect_tensor
+from autograder.grading import cases
+from autograder.grading.assertions import CheckFailed, expect_tensor
 
 ANSWER = "B"  # softmax over the query axis (dim=-2)
 

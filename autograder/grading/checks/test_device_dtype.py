@@ -11,9 +11,9 @@ so a submission's score never depends on the grader's hardware.
 import pytest
 import torch
 
-from autograder import cases
-from autograder.checking import CheckFailed, expect_explained, expect_tensor, require_ok
-from autograder.wire import TensorSpec
+from autograder.grading import cases
+from autograder.grading.assertions import CheckFailed, expect_explained, expect_tensor, require_ok
+from autograder.grading.assertions import TensorSpec
 from solutions import sdpa as ref
 
 PART = "device_dtype"

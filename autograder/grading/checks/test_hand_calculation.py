@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from autograder.checking import expect_number
+from autograder.grading.assertions import expect_number
 
 PART = "hand_calculation"
 

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from autograder import cases
-from autograder.checking import expect_tensor
+from autograder.grading import cases
+from autograder.grading.assertions import expect_tensor
 
 PART = "key_padding_to_attn_mask"
 FN = "key_padding_to_attn_mask"

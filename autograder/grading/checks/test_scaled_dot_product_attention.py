@@ -4,9 +4,9 @@ import math
 import pytest
 import torch
 
-from autograder import cases, tolerances
-from autograder.checking import CheckFailed, expect_tensor
-from autograder.wire import TensorSpec
+from autograder.grading import cases, tolerances
+from autograder.grading.assertions import CheckFailed, expect_tensor
+from autograder.grading.assertions import TensorSpec
 
 PART = "scaled_dot_product_attention"
 FN = "scaled_dot_product_attention"

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from autograder.checking import CheckFailed
-from autograder.wire import TensorSpec
+from autograder.grading.assertions import CheckFailed
+from autograder.grading.assertions import TensorSpec
 
 PART = "shapes"
 

@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from autograder import cases
-from autograder.checking import expect_tensor, expect_unchanged_inputs
+from autograder.grading import cases
+from autograder.grading.assertions import expect_tensor, expect_unchanged_inputs
 
 PART = "softmax"
 FN = "softmax"

@@ -13,6 +13,7 @@ import sys
 import time
 import traceback
 
+# `python -I` leaves this directory off sys.path; the guest files import each other by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wire  # noqa: E402
 

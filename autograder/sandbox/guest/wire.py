@@ -153,8 +153,6 @@ def encode(value, blobs, depth=0):
 
 def decode(data, blobs, depth=0):
     """Rebuild values on the trusted side from plain data; never runs code."""
-    import torch
-
     if depth > MAX_DEPTH + 1:
         raise WireError("value nested too deeply")
     if data is None or isinstance(data, (bool, int, float, str)):

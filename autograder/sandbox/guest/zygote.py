@@ -7,7 +7,7 @@ op).  The zygote pays that once.  It is started by the grader
 (``forkserver.py``) through the same `sandbox.sandboxed_popen` as a fresh
 runner, so it has the same mounts, namespaces and limits, and it never runs
 student code itself.  For each student it forks a child that becomes an
-ordinary runner (``sandbox_runner.serve``) on pipes the grader passed in.
+ordinary runner (``runner.serve``) on pipes the grader passed in.
 
 One student at a time, and nothing of one student reaches the next:
 
@@ -62,8 +62,10 @@ import stat
 import sys
 import time
 
+# `python -I` leaves this directory off sys.path; the guest files import each other by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sandbox_runner  # noqa: E402
+import procfs  # noqa: E402
+import runner as sandbox_runner  # noqa: E402
 
 RUNNER_PATH = os.path.abspath(sandbox_runner.__file__)
 PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
@@ -261,12 +263,8 @@ def _others():
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) in (1, me):
             continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-                    found.append(int(name))
-        except (OSError, IndexError):
-            pass  # gone meanwhile
+        if procfs.state(name) not in ("", "Z"):  # '' : gone meanwhile
+            found.append(int(name))
     return found
 
 

@@ -1,0 +1,1 @@
+"""Grading a whole class: ``sdpa-course autograde`` (``run.py`` is the entry point)."""

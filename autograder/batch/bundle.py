@@ -1,0 +1,85 @@
+"""What a grading worker needs to grade this course anywhere, and file trees as plain data.
+
+A bundle is the course's config, source and release plus a consistent
+snapshot of the gradebook, so a worker (a local process, or a dask worker
+on another machine) grades in a private course directory and never opens
+the real one.  Submissions and results travel as {relative path: (bytes, mode)}.
+"""
+import fnmatch
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from .coursedir import sqlite_path, step_dir
+
+
+def read_tree(top, ignore=()):
+    """{relative path: (bytes, mode)} of the files under `top`."""
+    files = {}
+    for dirname, dirnames, filenames in os.walk(top):
+        dirnames[:] = sorted(d for d in dirnames if not _ignored(d, ignore))
+        for name in sorted(filenames):
+            if _ignored(name, ignore):
+                continue
+            path = os.path.join(dirname, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            with open(path, "rb") as f:
+                files[os.path.relpath(path, top)] = (f.read(), os.stat(path).st_mode & 0o777)
+    return files
+
+
+def _ignored(name, patterns):
+    return any(fnmatch.fnmatch(name, p) for p in patterns)
+
+
+def write_tree(top, files):
+    """Write a `read_tree` mapping under `top`; paths that would leave `top` are refused."""
+    for rel, (data, mode) in files.items():
+        parts = Path(rel).parts
+        if os.path.isabs(rel) or ".." in parts or not parts:
+            raise ValueError(f"refusing to write outside {top}: {rel!r}")
+        path = os.path.join(top, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+        os.chmod(path, mode or 0o644)
+
+
+def snapshot_gradebook(db_path):
+    """A consistent copy of the sqlite gradebook, as bytes (sqlite's backup API)."""
+    with tempfile.TemporaryDirectory(prefix="sdpa-gb-") as tmp:
+        copy = os.path.join(tmp, "gradebook.db")
+        src = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        dst = sqlite3.connect(copy)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+            src.close()
+        return Path(copy).read_bytes()
+
+
+def make_bundle(app, assignment, nbgrader_args=()):
+    """What a worker needs to grade this course anywhere: config, source, release, gradebook."""
+    coursedir = app.coursedir
+    root = coursedir.root
+    files = {}
+    config = os.path.join(root, "nbgrader_config.py")
+    if os.path.exists(config):
+        files["nbgrader_config.py"] = (Path(config).read_bytes(), 0o644)
+    for step in (coursedir.source_directory, coursedir.release_directory):
+        top = step_dir(coursedir, step, ".", assignment)
+        for rel, item in read_tree(top, coursedir.ignore).items():
+            files[os.path.relpath(os.path.join(top, rel), root)] = item
+    gradebook = snapshot_gradebook(sqlite_path(coursedir.db_url))
+    digest = hashlib.sha256(gradebook)
+    for rel in sorted(files):
+        digest.update(rel.encode() + files[rel][0])
+    digest.update(json.dumps(list(nbgrader_args)).encode())
+    return {"assignment": assignment, "files": files, "gradebook": gradebook, "nbgrader_args": list(nbgrader_args),
+            "token": digest.hexdigest()[:16]}
+

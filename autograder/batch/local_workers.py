@@ -1,0 +1,115 @@
+"""Local grading workers: processes forked from ``sdpa-course``, one submission at a time each.
+
+Each worker's temporary files (course copy, runner sandboxes) live in one
+``sdpa-worker-<pid>-*`` directory that the parent removes when the worker
+ends, even when it had to kill it; those of a run that was itself killed
+are removed by the next run (`remove_stale_worker_dirs`).
+"""
+import os
+import shutil
+import signal
+import tempfile
+import time
+
+from .coursedir import CourseError
+from .failures import reason_of
+from .worker import Grader, die_with_parent
+
+
+def _fork_main(conn, bundle, prewarm, parent_pid, tmp):
+    """Body of a local worker process (multiprocessing)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
+    die_with_parent()
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    # Everything this worker creates (its course copy, runner and zygote dirs) goes
+    # under `tmp`, which the parent removes even when it had to kill the worker.
+    tempfile.tempdir = tmp
+    grader = None
+    try:
+        try:
+            grader = Grader(bundle, prewarm=prewarm)
+        except Exception as exc:  # noqa: BLE001
+            conn.send(("init-error", exc.args[0] if isinstance(exc, CourseError) else reason_of(exc)))
+            return
+        while True:
+            try:
+                task = conn.recv()
+            except EOFError:
+                return
+            if task is None:
+                return
+            conn.send(("result", grader.grade(task)))
+    finally:
+        if grader is not None:
+            grader.close()
+
+
+
+WORKER_TMP_PREFIX = "sdpa-worker-"  # + the pid of the sdpa-course process that owns it + "-"
+
+
+def remove_stale_worker_dirs():
+    """Remove the worker dirs of `sdpa-course` runs that were killed (their process is gone).
+
+    Only our own dirs (same owner), and only when the owning pid is dead; a
+    reused pid keeps its dirs until a later run, which is harmless.
+    """
+    top = tempfile.gettempdir()
+    try:
+        names = os.listdir(top)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(WORKER_TMP_PREFIX):
+            continue
+        pid = name[len(WORKER_TMP_PREFIX):].split("-", 1)[0]
+        path = os.path.join(top, name)
+        try:
+            if not pid.isdigit() or os.stat(path).st_uid != os.geteuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
+
+
+class LocalWorker:
+    """One forked grading process and the task it holds."""
+
+    def __init__(self, ctx, bundle, prewarm):
+        self.conn, child = ctx.Pipe()
+        self.tmp = tempfile.mkdtemp(prefix=f"{WORKER_TMP_PREFIX}{os.getpid()}-")
+        self.proc = ctx.Process(target=_fork_main, args=(child, bundle, prewarm, os.getpid(), self.tmp),
+                                name="sdpa-grader", daemon=True)
+        self.proc.start()
+        child.close()
+        self.task, self.since, self.retired = None, None, False
+
+    def assign(self, task):
+        self.task, self.since = task, time.monotonic()
+        self.conn.send(task)
+
+    def retire(self):
+        """No more work: let it exit now (and kill its spare runner), without waiting."""
+        if not self.retired:
+            self.retired = True
+            try:
+                self.conn.send(None)
+            except (OSError, ValueError):
+                pass
+
+    def stop(self, wait=5.0):
+        self.retire()
+        self.proc.join(wait)
+        self.kill()
+
+    def kill(self):
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(5)
+        self.conn.close()
+        # Its sandboxes die with it (bwrap --die-with-parent); what they wrote goes now.
+        shutil.rmtree(self.tmp, ignore_errors=True)
+

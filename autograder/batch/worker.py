@@ -1,0 +1,233 @@
+"""A grading worker: the stock `Autograde` converter, one submission at a time, in a private course.
+
+The worker's course directory is a temporary copy made from a bundle
+(``bundle.py``); each submission's files are written into it, nbgrader's
+own converter grades them with the course's configuration, and the files it
+wrote plus the auto scores of its private gradebook go back as a result.
+The worker hands each notebook a runner source (a zygote fork server, or a
+pre-started runner where bubblewrap has no pid namespace) through nbgrader's
+per-notebook resources.
+"""
+import ctypes
+import gc
+import glob
+import logging
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from ..nbgrader.state import RUNNER_SOURCE
+from .bundle import read_tree, write_tree
+from .coursedir import load_app, step_dir
+from .failures import explain_failure
+
+
+def autograde_class():
+    from nbgrader.converters import Autograde
+
+    class ObservedAutograde(Autograde):
+        """nbgrader's Autograde, unchanged, except that it remembers the first exception it saw
+        and hands each notebook the worker's runner source (nbconvert resources, see ``nbgrader/state.py``)."""
+
+        failure = None
+        runner_source = None
+
+        def init_single_notebook_resources(self, notebook_filename):
+            resources = super().init_single_notebook_resources(notebook_filename)
+            resources[RUNNER_SOURCE] = self.runner_source
+            return resources
+
+        def _remember(self, notebook):
+            if self.failure is None:
+                self.failure = (notebook, sys.exc_info()[1], self._sanitizing)
+
+        def init_assignment(self, assignment_id, student_id):
+            try:
+                return super().init_assignment(assignment_id, student_id)
+            except Exception:
+                self._remember(None)
+                raise
+
+        def convert_single_notebook(self, notebook_filename):
+            try:
+                return super().convert_single_notebook(notebook_filename)
+            except Exception:
+                self._remember(notebook_filename)
+                raise
+
+    return ObservedAutograde
+
+
+class _LogCapture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines = []
+
+    def emit(self, record):
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001
+            text = str(record.msg)
+        if record.exc_info:
+            text += "\n" + "".join(traceback.format_exception(*record.exc_info))
+        if len(self.lines) < 200:
+            self.lines.append(f"[{record.levelname}] {text}")
+
+
+class Grader:
+    """Grades submissions one at a time with the stock converter, in a private course directory."""
+
+    def __init__(self, bundle, prewarm=True):
+        self.assignment = bundle["assignment"]
+        self.root = tempfile.mkdtemp(prefix="sdpa-grader-")
+        write_tree(self.root, bundle["files"])
+        Path(self.root, "gradebook.db").write_bytes(bundle["gradebook"])
+        self.db_url = "sqlite:///" + os.path.join(self.root, "gradebook.db")
+        self.app = load_app(self.root, list(bundle["nbgrader_args"]) + [
+            f"--CourseDirectory.root={self.root}", f"--CourseDirectory.db_url={self.db_url}"])
+        self.capture = _LogCapture()
+        for handler in list(self.app.log.handlers):
+            self.app.log.removeHandler(handler)
+        self.app.log.addHandler(self.capture)
+        self.app.log.propagate = False
+        logging.getLogger().addHandler(self.capture)
+        logging.captureWarnings(True)
+        self.converter_class = autograde_class()
+        self.pool = None
+        if prewarm and self._uses_sandboxed_execute():
+            self._start_pool()
+        self.graded = 0
+
+    def _uses_sandboxed_execute(self):
+        from nbgrader.converters import Autograde
+
+        from ..nbgrader import SandboxedExecute
+
+        return SandboxedExecute in Autograde(coursedir=self.app.coursedir, parent=self.app).autograde_preprocessors
+
+    def _start_pool(self):
+        """Runners forked from a warmed zygote (under bubblewrap), else pre-started ones."""
+        from ..nbgrader import SandboxedExecute
+        from ..sandbox.forkserver import ForkServer
+        from ..sandbox.pool import RunnerPool
+        from ..sandbox.session import Budget
+
+        settings = SandboxedExecute(parent=self.app)
+        source = ForkServer if ForkServer.usable() else RunnerPool
+        self.pool = source(settings.limits(), settings.require_isolation, start_timeout=Budget().start_timeout)
+        self.pool.warm()
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+        logging.getLogger().removeHandler(self.capture)
+        logging.captureWarnings(False)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def grade(self, task):
+        """Grade one submission; never raises.  `task`: {"student", "files"}."""
+        started = time.perf_counter()
+        student = task["student"]
+        coursedir = self.app.coursedir
+        for step in (coursedir.submitted_directory, coursedir.autograded_directory):
+            shutil.rmtree(step_dir(coursedir, step, ".", "."), ignore_errors=True)
+        submitted = step_dir(coursedir, coursedir.submitted_directory, student, self.assignment)
+        autograded = step_dir(coursedir, coursedir.autograded_directory, student, self.assignment)
+        counts = (self.pool.handed, self.pool.missed) if self.pool else (0, 0)
+        if self.pool is not None:
+            # A runner warmed for a submission that never comes would only slow the last ones down.
+            self.pool.keep_warm = task.get("more", True)
+            if self.pool.keep_warm:
+                self.pool.warm()
+        self.capture.lines = []
+        converter = None
+        result = {"student": student, "ok": False, "files": {}, "notebooks": [], "grades": {}, "failure": None,
+                  "pid": os.getpid(), "host": socket.gethostname()}
+        try:
+            write_tree(submitted, task["files"])
+            converter = self.converter_class(coursedir=coursedir, parent=self.app)
+            converter.runner_source = self.pool
+            converter.force = True
+            coursedir.assignment_id = self.assignment
+            coursedir.student_id = glob.escape(student)
+            try:
+                converter.start()
+            finally:
+                coursedir.student_id = "*"
+            graded = [n for n in sorted(converter.notebooks) if os.path.exists(
+                os.path.join(autograded, os.path.basename(n)))]
+            if not graded:
+                raise RuntimeError("nbgrader graded no notebook of this submission (see the log)")
+            result["files"] = read_tree(autograded)
+            result["notebooks"] = [os.path.splitext(os.path.basename(n))[0] for n in graded]
+            result["grades"] = self._private_grades(student, result["notebooks"])
+            result["ok"] = True
+        except Exception as exc:  # noqa: BLE001 - one submission's failure is data, not a crash
+            result["failure"] = explain_failure(converter, exc, task["files"], self.capture.lines)
+        result["log"] = "\n".join(self.capture.lines)
+        result["runners"] = self._runner_source(*counts)
+        result["seconds"] = round(time.perf_counter() - started, 3)
+        self.graded += 1
+        if self.graded == 1:
+            # Everything alive now (torch, nbgrader, the checks) lives as long as
+            # the worker: keep it out of every later collection (pytest forces some).
+            gc.collect()
+            gc.freeze()
+        return result
+
+    def _runner_source(self, handed, missed):
+        """Where this submission's runners came from: "zygote", "pre-started", "fresh" or "mixed"."""
+        if self.pool is None or self.pool.handed == handed:
+            return "fresh"
+        if self.pool.missed > missed:
+            return "mixed"
+        return "zygote" if type(self.pool).__name__ == "ForkServer" else "pre-started"
+
+    def _private_grades(self, student, notebooks):
+        from nbgrader.api import Gradebook
+
+        out = {}
+        with Gradebook(self.db_url) as gb:
+            for name in notebooks:
+                sub = gb.find_submission_notebook(name, self.assignment, student)
+                out[name] = {g.name: g.auto_score for g in sub.grades}
+        return out
+
+
+
+def warm_parent():
+    """Import what every worker needs before forking them, so each does not pay for it."""
+    import nbformat
+    import pytest  # noqa: F401
+    import torch  # noqa: F401
+    from nbgrader.converters import Autograde  # noqa: F401
+
+    from ..grading import assertions, hidden_checks  # noqa: F401
+    from ..nbgrader import pipelines
+    from ..sandbox import forkserver, pool  # noqa: F401
+
+    pipelines()  # imports every step
+
+    try:  # builds nbformat's JSON-schema validator (and its format checkers) once
+        nbformat.validate(nbformat.v4.new_notebook())
+    except Exception:  # noqa: BLE001
+        pass
+    gc.collect()
+    gc.freeze()
+
+
+
+def die_with_parent():
+    """Linux: SIGKILL this process when its parent dies (its runners follow: bwrap --die-with-parent)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass

@@ -1,0 +1,36 @@
+"""``<notebook>.grading.json``: what `TrustedScoring` concluded, for reports and tools.
+
+One file per autograded notebook, next to it.  It holds the checks and
+their points, the misconception codes named, the sandbox's limit events,
+the code flagged for review and the grading seconds.  This module is the
+one place that writes its name and reads codes out of it.
+"""
+import json
+from pathlib import Path
+
+SUFFIX = ".grading.json"
+
+
+def filename(notebook: str) -> str:
+    """The record's file name for a notebook name (without .ipynb)."""
+    return f"{notebook}{SUFFIX}"
+
+
+def dumps(record: dict) -> bytes:
+    return json.dumps(record, ensure_ascii=False, indent=1).encode()
+
+
+def load(path) -> dict:
+    """The record at `path`; {} when it is missing or unreadable."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def codes_named(record: dict, cells=None) -> list:
+    """Misconception codes the feedback named, each once, in order; only in `cells` if given."""
+    chosen = record.get("cells", []) if cells is None else cells
+    return list(dict.fromkeys(code for cell in chosen for check in cell.get("checks", [])
+                              for code in check.get("codes", [])))

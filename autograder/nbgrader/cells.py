@@ -1,0 +1,62 @@
+"""The one home of what an nbgrader cell is to this course: ids, answers, test cells, parts.
+
+Every other module asks here, so a change to the metadata schema or to how
+a test cell names its part is made once.
+"""
+import re
+
+HIDDEN_RE = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
+PART_RE = re.compile(r"run_hidden_checks\(\s*['\"]([a-z_]+)['\"]\s*\)")
+
+
+class CellError(Exception):
+    """A step failed on one cell; carries where, so the failure report names it.
+
+    Raised (``from`` the original error) by the step that knows the cell's
+    index in the notebook and its grade_id.
+    """
+
+    def __init__(self, index, grade_id, message, step=None):
+        super().__init__(message)
+        self.index, self.grade_id, self.step = index, grade_id, step
+
+
+def nbgrader_meta(cell) -> dict:
+    """The cell's nbgrader metadata ({} for a plain cell or malformed metadata)."""
+    try:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+    except AttributeError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def grade_id(cell):
+    """The cell's grade_id, or None."""
+    return nbgrader_meta(cell).get("grade_id")
+
+
+def is_answer_cell(cell) -> bool:
+    return bool(nbgrader_meta(cell).get("solution"))
+
+
+def is_test_cell(cell) -> bool:
+    """An autograder test cell: graded, not an answer, code."""
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade")) and not meta.get("solution") and cell.get("cell_type") == "code"
+
+
+def student_code_cells(nb) -> list:
+    """Indices of the code cells the student wrote: answer cells and cells they added."""
+    return [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+            and (is_answer_cell(cell) or not grade_id(cell))]
+
+
+def part_of(cell):
+    """The graded part a test cell scores (the argument of its ``run_hidden_checks``), or None."""
+    match = PART_RE.search(cell.get("source", ""))
+    return match.group(1) if match else None
+
+
+def without_hidden_tests(source: str) -> str:
+    """A cell's source with the instructor's hidden-test region removed."""
+    return HIDDEN_RE.sub("", source)

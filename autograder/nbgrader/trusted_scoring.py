@@ -1,0 +1,121 @@
+"""`TrustedScoring`: each grade cell's score and feedback, decided in the grading process.
+
+It runs the hidden checks (``autograder/grading``) against the session that
+`SandboxedExecute` left open -- the student's functions run in the sandbox,
+never here -- reads the student's own code for forbidden APIs, and writes
+each grade cell's feedback and partial score, plus ``<notebook>.grading.json``
+for reports.  It closes the runner when it is done.
+"""
+import logging
+
+import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from ..grading import code_review, record
+from ..grading.feedback import render_html, render_text
+from ..grading.hidden_checks import run_checks
+from .cells import grade_id, is_test_cell, nbgrader_meta, part_of, student_code_cells
+from .state import EXECUTION
+
+log = logging.getLogger(__name__)
+
+
+def _locate_events(nb, positions, events, info):
+    """Turn the session's code-cell positions into notebook cells (once, after all runs) and log them.
+
+    Events come from both steps: cell runs, and replays during the checks.
+    """
+    for event in events:
+        if "cell" in event:
+            event["cell"] = positions[event["cell"]]
+            event["grade_id"] = grade_id(nb.cells[event["cell"]]) or ""
+        log.warning("%s/%s: %s", info.get("student"), info.get("notebook"), event)
+
+
+class TrustedScoring(NbGraderPreprocessor):
+    """Score grade cells from the session's results; no student code runs here."""
+
+    def preprocess(self, nb, resources):
+        state = resources.get(EXECUTION)
+        if state is None:
+            raise RuntimeError("TrustedScoring needs SandboxedExecute to run first (check nbgrader_config.py)")
+        session = state.session
+        info = resources["nbgrader"]
+        try:
+            parts = [p for p in (part_of(c) for c in nb.cells if is_test_cell(c)) if p]
+            results = run_checks(session, parts, seed_key=(info["assignment"], info["student"]),
+                                 context={"cuda": _cuda_available()})
+        finally:
+            state.close()
+        # The student's own code, read here: forbidden APIs cost points whatever the runner reported.
+        cells = student_code_cells(nb)
+        scan = code_review.review(nb.cells[i].source for i in cells)
+        code_review.charge_forbidden(results, scan, cells)
+        review = code_review.review_notes(scan, cells)
+        _locate_events(nb, state.positions, session.events, info)
+        for note in review:
+            log.warning("%s/%s needs review: %s", info.get("student"), info.get("notebook"), note)
+        report = {"student": info["student"], "assignment": info["assignment"], "notebook": info["notebook"],
+                  "sandbox": {"isolated": session.status.isolated, "mechanism": session.status.mechanism},
+                  "events": session.events, "review": review, "seconds": session.elapsed(), "cells": []}
+        # Limits hit and code to review: reported once, at the first grade cell.
+        events = session.events + [dict(note, kind="NeedsReview") for note in review]
+        for cell in nb.cells:
+            if is_test_cell(cell):
+                report["cells"].append(self._score_cell(cell, results, events))
+                events = ()
+        resources.setdefault("outputs", {})[record.filename(info["notebook"])] = record.dumps(report)
+        return nb, resources
+
+    def _score_cell(self, cell, results, events):
+        meta = nbgrader_meta(cell)
+        max_points = float(meta.get("points", 0))
+        part = part_of(cell)
+        result = results.get(part)
+        if result is None or not result.checks or result.max_points <= 0:
+            earned = 0.0
+            head = [_display(f"这个检查单元格没有对应的隐藏检查（{part}），请联系助教。", None)]
+        else:
+            earned = round(max_points * result.points / result.max_points, 4)
+            label = grade_id(cell) or part
+            head = [_display(render_text(label, result, max_points, earned, events),
+                             render_html(label, result, max_points, earned, events))]
+        visible = [_as_plain(o) for o in cell.get("outputs", [])]
+        cell.outputs = head + [nbformat.from_dict({"output_type": "execute_result", "execution_count": cell.get(
+            "execution_count"), "metadata": {}, "data": {
+                "text/plain": repr(earned),  # what nbgrader reads as this cell's partial credit
+                "text/html": f"<b>本单元格得分：{earned:g} / {max_points:g}</b>"}})] + visible
+        return {"grade_id": grade_id(cell), "part": part, "points": earned, "max_points": max_points,
+                "checks": [{"name": c.name, "passed": c.passed, "points": c.points, "max_points": c.max_points,
+                            "codes": c.codes, "message": c.message} for c in (result.checks if result else [])]}
+
+
+def _display(text, html):
+    data = {"text/plain": text}
+    if html:
+        data["text/html"] = html
+    return nbformat.from_dict({"output_type": "display_data", "metadata": {}, "data": data})
+
+
+def _as_plain(output):
+    """Visible-check output, shown to the student but never read as a grade."""
+    kind = output.get("output_type")
+    if kind == "error":
+        text = f"可见检查未通过 — {output.get('ename')}: {output.get('evalue')}\n"
+    elif kind == "stream":
+        text = output.get("text", "")
+    else:
+        return nbformat.from_dict({"output_type": "display_data", "metadata": {},
+                                   "data": dict(output.get("data", {}))})
+    return nbformat.from_dict({"output_type": "stream", "name": "stdout", "text": text})
+
+
+def _cuda_available():
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001
+        return False
+
+

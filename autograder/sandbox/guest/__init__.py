@@ -1,0 +1,15 @@
+"""The only files mounted into the sandbox: the runner, the zygote and the wire protocol.
+
+They run as the student's process, so they use the standard library and
+torch only, import each other by plain module name (``import wire``), and
+decide nothing about a grade.  The trusted side imports `wire` from here to
+read what they send.
+"""
+from pathlib import Path
+
+GUEST_DIR = Path(__file__).resolve().parent
+RUNNER = GUEST_DIR / "runner.py"
+ZYGOTE = GUEST_DIR / "zygote.py"
+WIRE = GUEST_DIR / "wire.py"
+PROCFS = GUEST_DIR / "procfs.py"
+FILES = (RUNNER, ZYGOTE, WIRE, PROCFS)  # mounted read-only; nothing else of this package is

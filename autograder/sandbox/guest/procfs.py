@@ -1,0 +1,36 @@
+"""Reading a process's state and parent from ``/proc/<pid>/stat``: shared by both sides.
+
+The grader (``launcher.py``) and the zygote (inside the sandbox) both need
+it.  The command name in field 2 may hold spaces and parentheses, so the
+fields are split after its last ")".
+"""
+import os
+
+
+def stat_fields(pid):
+    """The fields after the command name (state first), or None if the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def state(pid) -> str:
+    """One-letter state ('R', 'S', 'T' stopped, 'Z' zombie...), '' if the process is gone."""
+    fields = stat_fields(pid)
+    return fields[0] if fields else ""
+
+
+def parent(pid):
+    """The parent pid, or None if the process is gone."""
+    fields = stat_fields(pid)
+    try:
+        return int(fields[1]) if fields else None
+    except (IndexError, ValueError):
+        return None
+
+
+def pids():
+    """Pids visible in this /proc."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]

@@ -1,0 +1,95 @@
+"""Where a session's runner process comes from: the `RunnerSource` contract and its plumbing.
+
+A session starts a fresh runner itself unless it was given a `RunnerSource`
+(``pool.py``: one started ahead of need; ``forkserver.py``: forked from a
+warmed zygote).  The source is passed explicitly to each `StudentSession`
+(by nbgrader resources from a batch worker), never installed globally.
+"""
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Optional, Protocol
+
+from . import launcher
+from .guest import PROCFS, RUNNER, WIRE, wire
+
+
+@dataclass
+class HandedRunner:
+    """A started, ready runner handed over by a `RunnerSource`."""
+
+    proc: subprocess.Popen  # or a forkserver.ForkedRunner
+    replies: queue.Queue  # a `reply_queue()` filled by a `read_replies` thread
+    directory: Optional[str]  # its `runner_dirs` top directory (removed by the session), or None
+    log: object  # its open runner.log file (closed by the session)
+
+
+class RunnerSource(Protocol):
+    """Runners started ahead of need.
+
+    `take` returns a runner that runs in a sandbox made by
+    `launcher.sandboxed_popen` with this session's limits, has sent "ready"
+    and never ran any student's code -- or None, and the session starts its
+    own.  Each runner goes to one session.
+    """
+
+    def take(self, session) -> Optional[HandedRunner]: ...
+
+    def warm(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def runner_dirs():
+    """(top, scratch, log file) of a new runner: the sandbox sees only scratch, not its own log.
+
+    The session removes `top` when the runner ends.
+    """
+    top = tempfile.mkdtemp(prefix="sdpa-run-")
+    scratch = os.path.join(top, "scratch")
+    os.mkdir(scratch)
+    return top, scratch, open(os.path.join(top, "runner.log"), "wb")
+
+
+def runner_command():
+    """argv and read-only mounts of a runner process."""
+    return [sys.executable, "-I", str(RUNNER)], [RUNNER, WIRE, PROCFS]
+
+
+REPLY_QUEUE_FRAMES = 4  # replies read ahead of the grader; the runner blocks behind them
+
+
+def read_replies(stream, replies):
+    """Reader thread: frames from the runner into `replies`, each capped as it is read."""
+    try:
+        while True:
+            replies.put(wire.receive(stream, wire.MAX_REPLY_HEADER_BYTES, wire.MAX_REPLY_BLOB_BYTES))
+    except wire.WireError as exc:
+        replies.put(wire.WireError(f"回复不合格或超过评分进程的大小上限：{exc}"))
+    except (EOFError, OSError, ValueError) as exc:
+        replies.put(exc)
+
+
+def reply_queue():
+    return queue.Queue(maxsize=REPLY_QUEUE_FRAMES)
+
+
+def stop_runner(proc):
+    """Kill a runner's whole sandbox and close our ends of its pipes.
+
+    A runner forked by ``forkserver.py`` knows how to stop itself: its zygote
+    kills it and resets the sandbox it shares with the next runner.
+    """
+    stop = getattr(proc, "stop", None)
+    if stop is not None:
+        stop()
+        return
+    launcher.kill_tree(proc)
+    for pipe in (proc.stdin, proc.stdout):
+        try:
+            pipe.close()
+        except OSError:
+            pass
