@@ -130,7 +130,7 @@ def run_hidden_checks(part):
     教师运行源 notebook 时（装有 autograder 包），这里用同样的检查预览结果。
     """
     try:
-        from autograder.preview import preview
+        from autograder.grading.preview import preview
     except ImportError:
         return
     preview(part, globals())
