@@ -6,13 +6,13 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # CPU machines: pin the CPU build of torch (an unpinned torch pulls a multi-GB CUDA build).
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: install system-deps notebooks release demo test test-fast gpu-check bench clean
+.PHONY: install system-deps notebooks release demo lint test test-fast gpu-check bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_PIN)"
-	$(PY) -m pip install -q -e ".[browser,cluster]"
+	$(PY) -m pip install -q -e ".[browser,cluster,dev]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -30,10 +30,14 @@ release: notebooks
 demo: install system-deps release
 	$(PY) -m autograder.cli demo
 
-test: install system-deps
+# ruff, configured in pyproject.toml
+lint: install
+	$(abspath $(VENV))/bin/ruff check autograder solutions tests tools nbgrader_config.py
+
+test: install system-deps lint
 	$(PY) -m pytest -q
 
-test-fast: install
+test-fast: install lint
 	$(PY) -m pytest -q -m "not slow and not browser"
 
 gpu-check: install

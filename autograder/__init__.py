@@ -1,7 +1,11 @@
 """Trusted grading engine for the scaled dot-product attention course.
 
-Kept import-light on purpose: nothing here imports torch or pytest, so the
-notebook hook (`autograder.hook`) stays cheap and safe to load anywhere.
+Subpackages, by layer (see "Code map" in the README):
+``nbgrader`` (the configured pipeline steps), ``sandbox`` (running student
+code; ``sandbox/guest`` is all that is mounted inside), ``grading`` (hidden
+checks, diagnosis, feedback), ``batch`` (parallel ``sdpa-course autograde``),
+``demo`` (the demo course); ``cli`` and ``report`` are the commands.
+Importing this package imports nothing heavy (no torch, no nbgrader).
 """
 
 __all__ = ["__version__"]

@@ -9,7 +9,7 @@ Run in the course directory (or pass ``--course DIR``)::
 
 ``autograde`` gives the scores and feedback of ``nbgrader autograde`` (the
 same converter, preprocessors and configuration), in parallel and
-resumably; see `autograder.parallel` for how, and for running on a dask
+resumably; see `autograder.batch.run` for how, and for running on a dask
 cluster.  Options of the form ``--Class.trait=value`` are passed to nbgrader
 as with ``nbgrader autograde`` (e.g. ``--SandboxedExecute.cell_timeout=8``).
 

@@ -56,7 +56,7 @@ class Data:
     def pass_rates(self):
         """{grade_id: share of students with full points} for the automatically graded cells."""
         rates = {}
-        for notebook, grade_id, cell_type, max_score in self.grade_cells:
+        for notebook, grade_id, cell_type, _max_score in self.grade_cells:
             if cell_type != "code":
                 continue
             rows = [r for r in self.cells if r["grade_id"] == grade_id and r["notebook"] == notebook]
@@ -283,7 +283,8 @@ def _html(data):
         f"<td class=n>{'' if r.seconds is None else f'{r.seconds:.1f}'}</td><td class=n>{r.events}</td>"
         f"<td class=n>{len(r.review) or ''}</td><td>{esc(' '.join(r.codes))}</td></tr>" for r in data.students)
     review = "".join(
-        f"<tr><td>{esc(r.student)}</td><td class=n>{esc(str(note.get('cell', 0) + 1))}:{esc(str(note.get('line')))}</td>"
+        f"<tr><td>{esc(r.student)}</td>"
+        f"<td class=n>{esc(str(note.get('cell', 0) + 1))}:{esc(str(note.get('line')))}</td>"
         f"<td>{esc(str(note.get('category')))}</td><td><code>{esc(str(note.get('detail')))}</code></td></tr>"
         for r in data.students for note in r.review) or "<tr><td colspan=4>none</td></tr>"
     rates = "".join(f"<tr><td>{esc(_cell_label(data, gid))}</td><td class=n>{100 * v:.0f}%</td></tr>"

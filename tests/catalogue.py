@@ -51,7 +51,7 @@ def {name}(*args, **kwargs):
     return torch.zeros(1)
 """ for name in ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
                  "causal_mask", "key_padding_to_attn_mask", "fixed_attention")}
-GARBAGE["hand-calc-answers"] = "hand_scores = hand_scaled = hand_weights = [0, 0, 0]\nhand_output = hand_masked_output = 0"
+GARBAGE["hand-calc-answers"] = "hand_scores = hand_scaled = hand_weights = [0, 0, 0]\nhand_output = hand_masked_output = 0"  # noqa: E501 - test data
 GARBAGE["shape-answers"] = "shape_scores = shape_weights = shape_output = shape_padding_mask = (1,)\nsoftmax_dim = 0"
 GARBAGE["bug-choice"] = 'bug_choice = "A"'
 GARBAGE["scaled_dot_product_attention"] = """
@@ -184,7 +184,7 @@ for host, port in [("127.0.0.1", 22), ("127.0.0.1", 8888), ("localhost", 80)]:
     except OSError as exc:
         print("no network:", type(exc).__name__)
 """,)),
-    Sample("attack-fork-bomb", "attack", "lose", append=("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",)),
+    Sample("attack-fork-bomb", "attack", "lose", append=("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",)),  # noqa: E501 - test data
     Sample("attack-exit-kernel", "attack", "lose", append=("import os\nos._exit(0)",), lose=()),
     Sample("attack-kill-kernel", "attack", "lose", append=("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",)),
     Sample("attack-infinite-loop-cell", "attack", "lose", append=("while True:\n    pass",)),
@@ -194,7 +194,7 @@ def scale_scores(scores, d_k):
         pass
 """}, lose=("scale_scores-check", "scaled_dot_product_attention-check", "device_dtype-check",
             "fixed_attention-check")),
-    Sample("attack-huge-output", "attack", "lose", append=("print('x' * 50_000_000)\nfor i in range(10**5):\n    print(i)",)),
+    Sample("attack-huge-output", "attack", "lose", append=("print('x' * 50_000_000)\nfor i in range(10**5):\n    print(i)",)),  # noqa: E501 - test data
     Sample("attack-huge-allocation", "attack", "lose", append=("import torch\nbig = torch.empty(10**12)",)),
     Sample("attack-points-tamper", "attack", "lose", edit=_tamper_points),
     Sample("attack-delete-tests", "attack", "lose", edit=_delete_test_cells),

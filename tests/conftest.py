@@ -15,6 +15,14 @@ FAST_LIMITS = ("--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_tim
 
 
 @pytest.fixture(scope="session")
+def released(tmp_path_factory):
+    """A copy of the course after `nbgrader generate_assignment` (a few seconds; nothing graded)."""
+    root = course.make_course(tmp_path_factory.mktemp("released"))
+    course.nbgrader(root, "generate_assignment", course.ASSIGNMENT, "--force")
+    return root
+
+
+@pytest.fixture(scope="session")
 def graded_course(tmp_path_factory):
     root = course.make_course(tmp_path_factory.mktemp("course"))
     grades, seconds, autograde = course.grade_samples(root, catalogue.CATALOGUE, *FAST_LIMITS)

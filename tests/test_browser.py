@@ -332,7 +332,7 @@ def test_lesson_renders_and_stubs_fail_helpfully(notebook):
     expect(math.first).to_be_visible()
     expect(page.locator(".jp-NotebookPanel mjx-merror")).to_have_count(0)
     raw_tex = page.evaluate("""() => Array.from(document.querySelectorAll(
-        '.jp-NotebookPanel .jp-RenderedMarkdown')).map(e => e.textContent).filter(t => /\\$|\\\\frac|\\\\mathrm/.test(t))""")
+        '.jp-NotebookPanel .jp-RenderedMarkdown')).map(e => e.textContent).filter(t => /\\$|\\\\frac|\\\\mathrm/.test(t))""")  # noqa: E501 - test data
     assert not raw_tex, f"TeX left unrendered in the lesson: {[t[:120] for t in raw_tex]}"
     _shot(_cell(page, formula), "02-lesson-formula")
     # The Q/K/V table is a rendered HTML table with its header row.
@@ -454,7 +454,7 @@ def test_feedback_page_shows_the_failed_check(graded, browser):
         feedback.scroll_into_view_if_needed()
         summary = feedback.locator(".sum")
         expect(summary).to_be_visible()
-        expect(summary).to_have_text(re.compile(r"^apply_mask-check：\d+(\.\d+)? / 10 分（\d+ 项隐藏检查，\d+ 项未通过）$"))
+        expect(summary).to_have_text(re.compile(r"^apply_mask-check：\d+(\.\d+)? / 10 分（\d+ 项隐藏检查，\d+ 项未通过）$"))  # noqa: E501 - test data
         failed = feedback.locator("tr", has=page.locator(".bad", has_text="✗")).filter(has_text="[mask-inverted]")
         expect(failed.first).to_be_visible()
         expect(failed.first.locator(".code", has_text="[mask-inverted]")).to_be_visible()

@@ -55,9 +55,9 @@ def test_release_holds_no_solution_or_hidden_text():
     assert "BEGIN SOLUTION" not in release and "HIDDEN TESTS" not in release
 
 
-def test_release_matches_nbgrader_output(graded_course):
+def test_release_matches_nbgrader_output(released):
     """The committed release is exactly what `nbgrader generate_assignment` makes from source/."""
-    regenerated = (graded_course["root"] / "assignments" / "sdpa" / "sdpa.ipynb").read_text()
+    regenerated = (released / "assignments" / "sdpa" / "sdpa.ipynb").read_text()
     assert regenerated == RELEASE.read_text(), "assignments/ is stale: run `make release` and commit it"
 
 

@@ -4,8 +4,8 @@ import csv
 import pytest
 
 from autograder.demo import course
-from tests import catalogue
 from autograder.grading.misconceptions import CATALOGUE as CODES
+from tests import catalogue
 
 from .conftest import grading_report
 

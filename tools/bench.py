@@ -115,8 +115,8 @@ def profile(args):
     os.chdir(root)
     t0 = time.perf_counter()
     from nbgrader.apps.autogradeapp import AutogradeApp
-    from autograder.batch.worker import autograde_class
 
+    from autograder.batch.worker import autograde_class
     from autograder.nbgrader import execute, trusted_scoring
     from autograder.sandbox import session
     t_import = time.perf_counter() - t0

@@ -21,8 +21,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autograder.grading import cases, tolerances  # noqa: E402
-from autograder.grading.local_student import LocalStudent, reference_namespace  # noqa: E402
 from autograder.grading.hidden_checks import run_checks  # noqa: E402
+from autograder.grading.local_student import LocalStudent, reference_namespace  # noqa: E402
 
 MUTANTS = {
     "cpu-fill (device-mismatch)": '''

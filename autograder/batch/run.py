@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from .bundle import make_bundle, read_tree
 from .coursedir import ASSIGNMENT, CourseError, check_course, find_submissions, load_app, needs_grading, step_dir
@@ -47,7 +47,10 @@ MAX_SUBMISSION_BYTES = 64 * 2**20
 __all__ = ["ASSIGNMENT", "DEFAULT_TIMEOUT", "Autograder", "CourseError", "Summary", "autograde"]
 
 
+@dataclass
 class Summary:
+    """What one run did, for the command's closing lines."""
+
     total: int = 0  # submissions found (after --student)
     graded: list = field(default_factory=list)  # (student, score, max_score, seconds)
     skipped: list = field(default_factory=list)
@@ -60,6 +63,8 @@ class Summary:
 
 
 class _Lock:
+    """An exclusive lock file holding the pid of the run that grades the course."""
+
     def __init__(self, path):
         self.path = path
         self.file = None

@@ -22,7 +22,7 @@ import time
 import traceback
 from pathlib import Path
 
-from ..nbgrader.state import RUNNER_SOURCE
+from ..nbgrader.state import RUNNER_SOURCE, Shared
 from .bundle import read_tree, write_tree
 from .coursedir import load_app, step_dir
 from .failures import explain_failure
@@ -40,7 +40,7 @@ def autograde_class():
 
         def init_single_notebook_resources(self, notebook_filename):
             resources = super().init_single_notebook_resources(notebook_filename)
-            resources[RUNNER_SOURCE] = self.runner_source
+            resources[RUNNER_SOURCE] = Shared(self.runner_source)
             return resources
 
         def _remember(self, notebook):

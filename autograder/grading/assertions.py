@@ -8,8 +8,8 @@ plugin turns that into feedback.  Nothing here runs student code.
 """
 import torch
 
-from . import cases, mutants, tolerances
 from ..sandbox.guest.wire import STRIDED, TensorSpec
+from . import cases, mutants, tolerances
 
 SOFTMAX_APIS = ("softmax", "log_softmax", "softmin", "Softmax")
 SDPA_APIS = ("scaled_dot_product", "multi_head_attention", "MultiheadAttention", "_fused_sdp")
@@ -223,9 +223,11 @@ def expect_unchanged_inputs(result, args, what):
             continue
         after = after_all[position] if position < len(after_all) else None
         if not isinstance(after, TensorSpec) or after.tensor is None:
-            raise CheckFailed(f"{what}：评分进程没有收到第 {position + 1} 个输入在函数运行后的数值，无法确认它没有被修改。")
+            raise CheckFailed(f"{what}：评分进程没有收到第 {position + 1} 个输入在函数运行后的数值，"
+                              "无法确认它没有被修改。")
         if tuple(after.shape) != tuple(before.shape) or after.tensor.dtype != before.dtype:
-            raise CheckFailed(f"{what}：第 {position + 1} 个输入的形状或 dtype 在函数运行后变了。", ["inplace-mutation"])
+            raise CheckFailed(f"{what}：第 {position + 1} 个输入的形状或 dtype 在函数运行后变了。",
+                              ["inplace-mutation"])
         same_nan = torch.isnan(before.to(torch.float64)) & torch.isnan(after.tensor.to(torch.float64))
         if not bool(((before == after.tensor) | same_nan).all()):
             raise CheckFailed(f"{what}：第 {position + 1} 个输入在函数运行后被修改了。", ["inplace-mutation"])

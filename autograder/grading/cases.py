@@ -38,6 +38,11 @@ def sdpa(q, k, v, mask=None):
     return out, weights
 
 
+def bool_masked(scores, mask):
+    """Scores with the positions a boolean mask forbids (False) set to -inf, by torch.masked_fill."""
+    return scores.masked_fill(~mask, float("-inf"))
+
+
 def softmax(x, dim=-1):
     """torch.softmax with all -inf slices mapped to zeros (torch >= 2.5 SDPA)."""
     out = torch.softmax(x, dim=dim)

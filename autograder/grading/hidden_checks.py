@@ -119,7 +119,7 @@ def run_checks(student, parts, *, seed_key, context=None):
     """Grade `parts` against a live session; returns {part: PartResult}."""
     plugin = _Plugin(student, parts, seed_key, context or {})
     args = [str(CHECKS_DIR), "-c", os.devnull, "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:warnings",
-            # these two force a full gc.collect() around every test: ~0.5 s per notebook
+            # these two force a full gc.collect() around every test, a large share of the checks' time
             "-p", "no:unraisableexception", "-p", "no:threadexception",
             "--rootdir", str(CHECKS_DIR), "-o", "addopts=", "-o", "python_files=test_*.py",
             "-W", "ignore", "--noconftest"]

@@ -63,9 +63,11 @@ QUALNAME_CODE = {
                      "builtins.__import__"), "dynamic-code"),
 }
 # Modules whose every use is flagged.
-MODULE_CODE = {"gc": "introspection", "inspect": "introspection", "ctypes": "native-code", "_ctypes": "native-code", "cffi": "native-code",
+MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
+               "ctypes": "native-code", "_ctypes": "native-code", "cffi": "native-code",
                "mmap": "native-code", "fcntl": "process-limits", "subprocess": "process-creation",
-               "multiprocessing": "process-creation", "pty": "process-creation", "socket": "other-processes", "autograder": "grader-internals",
+               "multiprocessing": "process-creation", "pty": "process-creation", "socket": "other-processes",
+               "autograder": "grader-internals",
                "wire": "grader-internals", "sandbox_runner": "grader-internals"}
 NAME_CODE = {"exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code",
              "__import__": "dynamic-code", "__builtins__": "introspection"}

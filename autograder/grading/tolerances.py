@@ -45,7 +45,8 @@ def derive(reference64, reference_lowp=None, dtype=torch.float64, fudge=FUDGE):
     abs_err = (ref[finite] - low[finite]).abs()
     rel_err = abs_err / ref[finite].abs().clamp_min(torch.finfo(dtype).tiny)
     atol = max(floor.atol, fudge * float(abs_err.max()))
-    rtol = max(floor.rtol, fudge * float(rel_err[ref[finite].abs() > atol].max()) if (ref[finite].abs() > atol).any() else floor.rtol)
+    large = ref[finite].abs() > atol
+    rtol = max(floor.rtol, fudge * float(rel_err[large].max()) if large.any() else floor.rtol)
     return Tolerance(atol=atol, rtol=min(rtol, 0.5))
 
 

@@ -28,13 +28,24 @@ def __getattr__(name):
 
 def pipelines():
     """{config trait: [preprocessor classes]}: our steps in nbgrader's default order."""
+    from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import (
+        AssignLatePenalties,
+        CheckCellMetadata,
+        ClearHiddenTests,
+        ClearOutput,
+        DeduplicateIds,
+        GetGrades,
+        IgnorePattern,
+        LimitOutput,
+        OverwriteCells,
+        OverwriteKernelspec,
+        SaveAutoGrades,
+    )
+
     from .execute import SandboxedExecute
     from .restore import RestoreNotebookStructure
     from .trusted_scoring import TrustedScoring
-    from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
-    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearOutput,
-                                        DeduplicateIds, GetGrades, IgnorePattern, LimitOutput, OverwriteCells,
-                                        OverwriteKernelspec, SaveAutoGrades)
 
     return {
         "Autograde.sanitize_preprocessors": [RestoreNotebookStructure, ClearOutput, DeduplicateIds,

@@ -11,7 +11,7 @@ from traitlets import Bool, Float, Integer
 from ..sandbox.launcher import Limits
 from ..sandbox.session import Budget, CellRunError, StudentSession
 from .cells import CellError, grade_id, is_answer_cell, nbgrader_meta, without_hidden_tests
-from .state import EXECUTION, RUNNER_SOURCE, ExecutionState
+from .state import EXECUTION, RUNNER_SOURCE, ExecutionState, Shared
 
 
 class SandboxedExecute(NbGraderPreprocessor):
@@ -37,7 +37,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         sources = [without_hidden_tests(nb.cells[i].source) for i in positions]
         session = StudentSession(sources, display_cells=display_cells(nb, positions), budget=self.budget(),
                                  limits=self.limits(), require_isolation=self.require_isolation,
-                                 runner_source=resources.get(RUNNER_SOURCE))
+                                 runner_source=Shared.get(resources, RUNNER_SOURCE))
         state = resources[EXECUTION] = ExecutionState(session, positions)
         try:
             outputs = session.run_notebook()

@@ -21,9 +21,12 @@ class RestoreNotebookStructure(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         source = self._notebook(resources, "source_directory")
         stubs = {grade_id(c): c for c in self._notebook(resources, "release_directory").cells}
+        known = {grade_id(c) for c in source.cells} - {None}
+        # Cells the instructor left without nbgrader metadata come from the source too;
+        # the student's unchanged copies of them are not cells they added.
+        plain = {(c.cell_type, c.source) for c in source.cells if grade_id(c) is None}
         student_cells = {}
         extras_after = {None: []}  # grade_id of the previous known cell -> added cells
-        known = {grade_id(c) for c in source.cells}
         previous = None
         for index, cell in enumerate(nb.cells):
             try:
@@ -31,10 +34,12 @@ class RestoreNotebookStructure(NbGraderPreprocessor):
                 if name in known and name not in student_cells:
                     student_cells[name] = cell
                     previous = name
+                elif name is None and (cell.get("cell_type"), cell.get("source")) in plain:
+                    continue
                 else:  # an added cell, or a copy of a known one: keep it as plain student code
-                    plain = copy.deepcopy(cell)
-                    plain.get("metadata", {}).pop("nbgrader", None)
-                    extras_after.setdefault(previous, []).append(plain)
+                    added = copy.deepcopy(cell)
+                    added.get("metadata", {}).pop("nbgrader", None)
+                    extras_after.setdefault(previous, []).append(added)
             except Exception as exc:
                 raise CellError(index, None, f"cannot read this cell: {exc}", type(self).__name__) from exc
         cells = list(extras_after[None])
@@ -43,11 +48,15 @@ class RestoreNotebookStructure(NbGraderPreprocessor):
             if is_answer_cell(cell):  # the student's answer, or the released stub if they deleted it
                 rebuilt = copy.deepcopy(stubs[name])
                 if name in student_cells:
-                    rebuilt.source = student_cells[name].get("source", "")
+                    answer = student_cells[name]
+                    rebuilt.source = answer.get("source", "")
+                    if answer.get("attachments"):  # images pasted into a written answer
+                        rebuilt["attachments"] = copy.deepcopy(answer["attachments"])
             else:  # everything else exactly as the instructor wrote it
                 rebuilt = copy.deepcopy(cell)
             cells.append(rebuilt)
-            cells.extend(extras_after.get(name, []))
+            if name is not None:
+                cells.extend(extras_after.get(name, []))
         nb.cells = cells
         return nb, resources
 

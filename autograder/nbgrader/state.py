@@ -8,11 +8,34 @@ are dropped (or the process exits): `ExecutionState` owns it.
 import weakref
 
 EXECUTION = "sdpa_execution"  # resources key of the notebook's `ExecutionState`
-RUNNER_SOURCE = "sdpa_runner_source"  # resources key of a `sandbox.runners.RunnerSource`, set by batch workers
+RUNNER_SOURCE = "sdpa_runner_source"  # resources key of a `Shared` `sandbox.runners.RunnerSource` (batch workers)
+
+
+class Shared:
+    """A live object (a runner source, a session) carried in nbconvert resources.
+
+    nbconvert deep-copies resources between exporters; a copy of a process
+    handle is meaningless, so every copy shares the one object.
+    """
+
+    def __init__(self, value):
+        self.value = value
+
+    def __deepcopy__(self, memo):
+        return self
+
+    @staticmethod
+    def get(resources, key):
+        """The object under `key`, or None."""
+        shared = resources.get(key)
+        return shared.value if isinstance(shared, Shared) else None
 
 
 class ExecutionState:
     """A notebook's sandboxed session and the notebook index of each code cell it ran."""
+
+    def __deepcopy__(self, memo):
+        return self  # one runner per notebook, whatever nbconvert copies
 
     def __init__(self, session, positions):
         self.session = session

@@ -40,7 +40,7 @@ Process-count limit -- what was measured (Linux 6.18, bwrap 0.8.0):
   that uid, the limit counts exactly this sandbox's tasks.  Consequences:
   `scratch` is chown'ed (recursively) to that uid, and `readonly` paths must
   be world-readable.  Nested user namespaces cannot be disabled in this mode.
-  A zygote (`zygote=True`, ``sandbox_zygote.py``) instead stays uid 0 with
+  A zygote (`zygote=True`, ``guest/zygote.py``) instead stays uid 0 with
   `ZYGOTE_CAPS` only, so that it can give each runner it forks a uid of its
   own: a runner then cannot touch the zygote's process (rlimits, priority,
   scheduling, affinity, signals), and RLIMIT_NPROC counts that runner alone.
@@ -50,15 +50,15 @@ Process-count limit -- what was measured (Linux 6.18, bwrap 0.8.0):
   processes do not count (setting it before bwrap would count all of them).
   bwrap's own pid 1 counts as one task.
 * In both modes a `while True: os.fork()` bomb stays at `max_processes`
-  tasks (threads count as tasks); `kill_tree` removes it in 60 ms (32 tasks)
-  to 0.3 s (256 tasks) on a 2-core machine.
+  tasks (threads count as tasks), and `kill_tree` removes it
+  (``tests/sandbox/test_launcher.py`` times it).
 
 Other limits: RLIMIT_AS and RLIMIT_CPU are per process, not per tree (so the
 tree's totals are bounded only via max_processes); callers must add a
-wall-clock timeout and call `kill_tree`.  `import torch` (2.13 CPU) peaks at
-about 0.6 GiB of address space, 0.85 GiB after a small autograd/SDPA/
-matplotlib workload with 4 threads; the 6 GiB default leaves room for student
-tensors (CUDA builds need far more address space; this course is CPU-only).
+wall-clock timeout and call `kill_tree`.  The 6 GiB default address space
+is several times what ``import torch`` (CPU build) and a small SDPA/plotting
+workload need, leaving room for student tensors (CUDA builds need far more
+address space; this course is CPU-only).
 The private /tmp (a tmpfs, capped by `tmpfs_bytes` when bwrap >= 0.8) is not
 counted in RLIMIT_AS; total bytes written to scratch are not capped (only per
 file, by RLIMIT_FSIZE).
@@ -198,7 +198,7 @@ class SandboxUnavailableWarning(RuntimeWarning):
 
 @dataclass(frozen=True)
 class Limits:
-    memory_bytes: int = 6 * 2**30  # RLIMIT_AS per process; torch import needs ~0.6 GiB
+    memory_bytes: int = 6 * 2**30  # RLIMIT_AS per process; see the module docstring
     cpu_seconds: int = 300  # RLIMIT_CPU per process (SIGXCPU, SIGKILL 1 s later)
     max_processes: int = 256  # RLIMIT_NPROC: tasks (processes + threads) in the sandbox
     max_file_bytes: int = 256 * 2**20  # RLIMIT_FSIZE
@@ -263,7 +263,7 @@ def sandboxed_popen(argv: list[str], *, scratch: os.PathLike, readonly: Sequence
     `scratch` (an existing host directory) is the read-write cwd and HOME,
     mounted at SCRATCH_MOUNT; `readonly` paths appear read-only at their host
     paths.  Stop it with `kill_tree`.  `zygote`: the process forks runners
-    (``sandbox_zygote.py``); as root it then keeps uid 0 with `ZYGOTE_CAPS`
+    (``guest/zygote.py``); as root it then keeps uid 0 with `ZYGOTE_CAPS`
     (and scratch is not chown'ed), so that each runner gets a uid of its own.
     """
     reserved = _RESERVED.intersection(popen_kwargs)

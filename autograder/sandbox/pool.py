@@ -4,14 +4,15 @@ Used by grading workers only where `forkserver.ForkServer` cannot be (no
 bubblewrap pid namespace): it hides a fresh runner's start-up behind the
 previous submission but does not remove its CPU cost, as the zygote does.
 
-Before a runner can execute a notebook's first cell it costs about 1.5 s of
-CPU: bubblewrap, the interpreter, IPython, and the first (instructor) cell's
-``import torch`` / ``import matplotlib.pyplot``.  A `RunnerPool` keeps one
+Before a runner can execute a notebook's first cell it costs seconds of
+CPU (``tools/bench.py --profile`` measures them): bubblewrap, the
+interpreter, IPython, and the first (instructor) cell's ``import torch`` /
+``import matplotlib.pyplot``.  A `RunnerPool` keeps one
 runner started ahead of need, so that work overlaps the previous submission
 instead of adding to each one's latency:
 
 * a pooled runner is spawned exactly as `StudentSession` spawns one (the
-  argv of `session.runner_command`, `launcher.sandboxed_popen`, the session's
+  argv of `runners.runner_command`, `launcher.sandboxed_popen`, the session's
   limits and isolation requirement), so the sandbox wraps it like any other;
 * once started it is sent one exec request that imports `PRELOAD_MODULES`
   without binding any name: only ``sys.modules`` changes, as the release's

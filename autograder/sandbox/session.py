@@ -129,7 +129,8 @@ class StudentSession:
     def _spawn(self):
         handed = self.runner_source.take(self) if self.runner_source is not None else None
         if handed is not None:
-            self.proc, self._replies, self.directory, self._log = handed.proc, handed.replies, handed.directory, handed.log
+            self.proc, self._replies = handed.proc, handed.replies
+            self.directory, self._log = handed.directory, handed.log
             self._pid = getattr(self.proc, "host_pid", None)
             return
         self.directory, work, self._log = runner_dirs()
@@ -265,7 +266,8 @@ class StudentSession:
                 if is_display and self.display_disabled:
                     self.skipped[pos] = "skipped"
                     outputs[pos] = [{"output_type": "stream", "name": "stdout",
-                                     "text": "（前面的一个单元格超时或崩溃，这个单元格没有运行；隐藏检查照常评分。）\n"}]
+                                     "text": "（前面的一个单元格超时或崩溃，这个单元格没有运行；"
+                                             "隐藏检查照常评分。）\n"}]
                     continue
                 reply, _ = self._request({"op": "exec", "source": source}, [], timeout)
                 outputs[pos] = self.outputs.take(reply.get("outputs", []) if isinstance(reply, dict) else [],

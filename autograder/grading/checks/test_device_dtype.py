@@ -12,8 +12,7 @@ import pytest
 import torch
 
 from autograder.grading import cases
-from autograder.grading.assertions import CheckFailed, expect_explained, expect_tensor, require_ok
-from autograder.grading.assertions import TensorSpec
+from autograder.grading.assertions import CheckFailed, TensorSpec, expect_explained, expect_tensor, require_ok
 from solutions import sdpa as ref
 
 PART = "device_dtype"

@@ -1,9 +1,10 @@
 """key_padding_to_attn_mask: [B, S] True = padding -> [B, 1, 1, S] True = attend."""
 import pytest
 import torch
+import torch.nn.functional as F
 
 from autograder.grading import cases
-from autograder.grading.assertions import expect_tensor
+from autograder.grading.assertions import CheckFailed, TensorSpec, expect_tensor, require_ok
 
 PART = "key_padding_to_attn_mask"
 FN = "key_padding_to_attn_mask"
@@ -24,12 +25,20 @@ def test_values_and_shape(student, rng):
 
 @pytest.mark.points(2)
 def test_works_with_sdpa(student, rng):
-    """转换结果可直接用于注意力（与 MultiheadAttention 一致）"""
+    """返回的掩码原样交给 F.scaled_dot_product_attention，输出正确"""
     kpm = _kpm(rng, B=2, S=5)
-    result = student.call(FN, kpm)
-    expected = (~kpm)[:, None, None, :]
-    value = expect_tensor(result, expected, function=FN, args=(kpm,), what="用于注意力的掩码")
+    what = "用于注意力的掩码"
+    value = require_ok(student.call(FN, kpm), what)
+    missing = value.missing_data() if isinstance(value, TensorSpec) else "没有返回张量"
+    if missing:
+        raise CheckFailed(f"{what}：{missing}。")
     q, k, v = cases.qkv(rng, batch=(2, 3), L=4, S=5, d_k=4, d_v=2)
-    out, _ = cases.sdpa(q, k, v, value.tensor)
-    ref, _ = cases.sdpa(q, k, v, expected)
-    assert torch.equal(out, ref)
+    expected, _ = cases.sdpa(q, k, v, (~kpm)[:, None, None, :])
+    try:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=value.tensor)
+    except (RuntimeError, IndexError, ValueError, TypeError):
+        raise CheckFailed(f"{what}：形状 {list(value.shape)}、dtype {value.dtype} 的掩码不能直接用于注意力"
+                          f"（需要能广播到 [B, H, L, S]）。") from None
+    if not torch.allclose(out, expected, rtol=1e-12, atol=1e-12):
+        raise CheckFailed(f"{what}：用这个掩码算出的注意力输出与 PyTorch 的不同"
+                          "（布尔掩码 True = 允许关注；浮点掩码会被加到分数上）。")

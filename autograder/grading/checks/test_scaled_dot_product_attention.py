@@ -5,8 +5,7 @@ import pytest
 import torch
 
 from autograder.grading import cases, tolerances
-from autograder.grading.assertions import CheckFailed, expect_tensor
-from autograder.grading.assertions import TensorSpec
+from autograder.grading.assertions import CheckFailed, TensorSpec, expect_tensor
 
 PART = "scaled_dot_product_attention"
 FN = "scaled_dot_product_attention"

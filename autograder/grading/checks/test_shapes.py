@@ -2,8 +2,7 @@
 import pytest
 import torch
 
-from autograder.grading.assertions import CheckFailed
-from autograder.grading.assertions import TensorSpec
+from autograder.grading.assertions import CheckFailed, TensorSpec
 
 PART = "shapes"
 

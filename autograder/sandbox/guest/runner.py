@@ -1,7 +1,7 @@
 """The only program that runs student code: executes cells, answers calls.
 
-It runs inside the sandbox (see ``sandbox.py``) with just this file and
-``wire.py`` mounted.  The trusted grader talks to it over the original stdin
+It runs inside the sandbox (see ``launcher.py``) with just the files of
+``guest/`` mounted.  The trusted grader talks to it over the original stdin
 and stdout, which are moved to private descriptors before any student code
 runs; the student's own prints go to captured cell outputs instead.
 
@@ -91,7 +91,7 @@ class Runner:
         from traitlets.config import Config
 
         # No history: no sqlite file and no saving thread (a forked runner must
-        # start from a single-threaded process, see sandbox_zygote.py).
+        # start from a single-threaded process, see zygote.py).
         config = Config()
         config.HistoryManager.enabled = False
         self.shell = Shell.instance(config=config, colors="NoColor", history_length=0)

@@ -1,10 +1,10 @@
 """Inside one sandbox: warm up once, then fork one fresh runner per student.
 
-A fresh runner spends about 2.5 s of CPU before it has done anything for
-its student: the interpreter, IPython, ``import torch`` and matplotlib, the
+A fresh runner spends seconds of CPU before it has done anything for its
+student: the interpreter, IPython, ``import torch`` and matplotlib, the
 font cache, and torch._dynamo + sympy (imported by the first meta-device
 op).  The zygote pays that once.  It is started by the grader
-(``forkserver.py``) through the same `sandbox.sandboxed_popen` as a fresh
+(``forkserver.py``) through the same `launcher.sandboxed_popen` as a fresh
 runner, so it has the same mounts, namespaces and limits, and it never runs
 student code itself.  For each student it forks a child that becomes an
 ordinary runner (``runner.serve``) on pipes the grader passed in.
@@ -16,7 +16,7 @@ One student at a time, and nothing of one student reaches the next:
   read or write its memory, or open its descriptors through /proc.  The
   child closes the control socket at once, so it cannot talk to the grader
   in the zygote's name; replies carry the grader's nonce anyway.
-* As root (``sandbox.ZYGOTE_CAPS``), each child hands the writable places
+* As root (``launcher.ZYGOTE_CAPS``), each child hands the writable places
   to a new random uid, drops to it (no capability left, checked) and sets
   RLIMIT_NPROC for it, before any student code runs: a runner cannot
   signal, prlimit, renice, reschedule or pin the zygote, and its fork bomb
@@ -300,7 +300,7 @@ def remove_ipc():
     Only an object's owner (or CAP_SYS_ADMIN, which the zygote lacks) may
     remove it: as root the zygote takes the runner's uid as effective uid
     for that.  (POSIX message queues and keys are refused by the syscall
-    filter of ``sandbox.py``, so there are none to remove.)
+    filter of ``launcher.py``, so there are none to remove.)
     """
     removers = {"shm": lambda i: _libc.shmctl(i, IPC_RMID, None),
                 "sem": lambda i: _libc.semctl(i, 0, IPC_RMID),
@@ -461,7 +461,7 @@ def become_runner(runner, control, fds, dumpable, uid, taken, nproc, structure):
 
 
 def _switches_uids():
-    """Root with CAP_SETUID (root mode, ``sandbox.ZYGOTE_CAPS``): each runner gets a uid of its own."""
+    """Root with CAP_SETUID (root mode, ``launcher.ZYGOTE_CAPS``): each runner gets a uid of its own."""
     return os.getuid() == 0 and int(_status().get("CapEff", "0"), 16) & (1 << CAP_SETUID) != 0
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from autograder import cli
+from autograder import report as reportlib
 from autograder.batch import importer, local_workers, run
 from autograder.demo import course
 from tests import catalogue
-from autograder import report as reportlib
 
 # Short limits, as in conftest: the attack sample hangs/crashes cost less.
 LIMITS = ["--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5"]
@@ -42,13 +42,6 @@ def _graded(root):
 def _notebook(root, student):
     path = Path(root) / "autograded" / student / course.ASSIGNMENT / f"{course.ASSIGNMENT}.ipynb"
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    root = course.make_course(tmp_path_factory.mktemp("released"))
-    course.nbgrader(root, "generate_assignment", course.ASSIGNMENT, "--force")
-    return root
 
 
 @pytest.fixture(scope="module")

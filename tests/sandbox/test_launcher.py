@@ -28,7 +28,7 @@ from autograder.sandbox.launcher import (
     sandboxed_popen,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STATUS = probe()
 isolated = pytest.mark.skipif(not STATUS.isolated, reason=f"bubblewrap isolation unavailable: {STATUS.reason}")
 KILLED = {128 + signal.SIGXCPU, 128 + signal.SIGKILL, -signal.SIGXCPU, -signal.SIGKILL}
@@ -420,7 +420,7 @@ def test_keys_and_message_queues_are_refused_without_bwrap_too(scratch, monkeypa
 @isolated
 @pytest.mark.skipif(not launcher._is_real_root(), reason="only root runs the sandbox under another uid")
 def test_a_zygote_keeps_uid_0_with_only_the_capabilities_it_needs(scratch):
-    code = "import os; print(os.getuid(), [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0])"
+    code = "import os; print(os.getuid(), [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0])"  # noqa: E501 - test data
     proc = sandboxed_popen([sys.executable, "-c", code], scratch=scratch, zygote=True, stdout=subprocess.PIPE,
                            text=True)
     uid, caps = proc.communicate(timeout=30)[0].split()

@@ -6,12 +6,11 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "autograder" / "sandbox" / "guest"))
-
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "autograder" / "sandbox" / "guest"))
 
 import runner as sandbox_runner  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 x = torch.randn(2, 3, 4, dtype=torch.float64)
 keep = torch.rand(2, 3, 4) < 0.5

@@ -5,8 +5,8 @@ import textwrap
 import pytest
 
 from autograder.grading import static_scan
-from tests import catalogue
 from autograder.grading.static_scan import Finding, scan
+from tests import catalogue
 
 FUNCTIONS = ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
              "scaled_dot_product_attention", "causal_mask", "key_padding_to_attn_mask", "fixed_attention")
@@ -47,7 +47,7 @@ SOFTMAX_CASES = {
     "log-softmax": ["def softmax(x, dim=-1):\n    return F.log_softmax(x, dim).exp()"],
     "module": ["def softmax(x, dim=-1):\n    return nn.Softmax(dim=dim)(x)"],
     "helper": ["def helper(x):\n    return F.softmax(x, -1)", "def softmax(x, dim=-1):\n    return helper(x)"],
-    "helper-defined-later": ["def softmax(x, dim=-1):\n    return helper(x)", "def helper(x):\n    return F.softmax(x, -1)"],
+    "helper-defined-later": ["def softmax(x, dim=-1):\n    return helper(x)", "def helper(x):\n    return F.softmax(x, -1)"],  # noqa: E501 - test data
     "module-alias": ["sm = torch.softmax", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
     "lambda": ["softmax = lambda x, dim=-1: x.softmax(dim)"],
     "callable-class": ["""
@@ -68,7 +68,7 @@ SOFTMAX_CASES = {
     "aten-getattr": ['def softmax(x, dim=-1):\n    return torch.ops.aten.__getattr__("_softmax")(x, dim, False)'],
     "aten-string": ['def softmax(x, dim=-1):\n    return torch._C._dispatch_call("aten::_softmax", x, dim)'],
     "masked-softmax": [catalogue.MASKED_SOFTMAX],
-    "masked-softmax-overload": ["def softmax(x, dim=-1):\n    return torch.ops.aten._masked_softmax.default(x, x > 0, dim)"],
+    "masked-softmax-overload": ["def softmax(x, dim=-1):\n    return torch.ops.aten._masked_softmax.default(x, x > 0, dim)"],  # noqa: E501 - test data
     "refs": ["def softmax(x, dim=-1):\n    return torch._refs.softmax(x, dim)"],
     "decomp": ["def softmax(x, dim=-1):\n    return torch._decomp.decompositions._softmax(x, dim, False)"],
     "safe-softmax": ["def softmax(x, dim=-1):\n    return torch._safe_softmax(x, dim)"],
@@ -76,12 +76,12 @@ SOFTMAX_CASES = {
     "softmin": ["def softmax(x, dim=-1):\n    return F.softmin(-x, dim)"],
     "with-block": ["with torch.no_grad():\n    sm = torch.softmax", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
     "for-target": ["for sm in [torch.softmax]:\n    pass", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
-    "container": ["TOOLS = {}", 'TOOLS["sm"] = torch.softmax', "def softmax(x, dim=-1):\n    return TOOLS['sm'](x, dim)"],
+    "container": ["TOOLS = {}", 'TOOLS["sm"] = torch.softmax', "def softmax(x, dim=-1):\n    return TOOLS['sm'](x, dim)"],  # noqa: E501 - test data
     "global-in-function": ["def setup():\n    global sm\n    sm = torch.softmax\nsetup()",
                            "def softmax(x, dim=-1):\n    return sm(x, dim)"],
     "globals-subscript": ['globals()["sm"] = torch.softmax', "def softmax(x, dim=-1):\n    return sm(x, dim)"],
     "default-argument": ["def softmax(x, dim=-1, f=torch.softmax):\n    return f(x, dim)"],
-    "class-attribute": ["class S:\n    fn = staticmethod(F.softmax)", "def softmax(x, dim=-1):\n    return S.fn(x, dim)"],
+    "class-attribute": ["class S:\n    fn = staticmethod(F.softmax)", "def softmax(x, dim=-1):\n    return S.fn(x, dim)"],  # noqa: E501 - test data
     "magic-cell-body": ["%%time\ndef softmax(x, dim=-1):\n    return torch.softmax(x, dim)"],
     "magic-line": ["%time sm = torch.softmax", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
     # stored into a name rather than bound to it (red-team findings)

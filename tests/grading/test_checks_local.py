@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.grading.hidden_checks import run_checks
+from autograder.grading.local_student import LocalStudent, reference_namespace
 
-GPU_CHECK = Path(__file__).resolve().parents[1] / "tools" / "gpu_check.py"
+GPU_CHECK = Path(__file__).resolve().parents[2] / "tools" / "gpu_check.py"
 PARTS = ["hand_calculation", "shapes", "attention_scores", "scale_scores", "apply_mask", "softmax",
          "attention_output", "scaled_dot_product_attention", "causal_mask", "key_padding_to_attn_mask",
          "debugging_choice", "debugging_fix", "device_dtype"]
@@ -25,7 +25,8 @@ def _grade(namespace, parts=PARTS, cuda=False):
 
 def test_reference_gets_every_point():
     results, _ = _grade(reference_namespace())
-    lost = {p: [(c.name, c.message) for c in r.checks if not c.passed] for p, r in results.items() if r.points != r.max_points}
+    lost = {p: [(c.name, c.message) for c in r.checks if not c.passed]
+            for p, r in results.items() if r.points != r.max_points}
     assert not lost
     assert sum(r.max_points for r in results.values()) == 95
 

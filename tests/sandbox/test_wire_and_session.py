@@ -5,8 +5,8 @@ import struct
 import pytest
 import torch
 
-from autograder.sandbox.guest import wire
 from autograder.grading.hidden_checks import seed_for
+from autograder.sandbox.guest import wire
 from autograder.sandbox.session import Budget, StudentSession
 
 

@@ -1,4 +1,4 @@
-"""Runners forked from a zygote (`autograder.forkserver`): as good as fresh, and nothing carries over.
+"""Runners forked from a zygote (`autograder.sandbox.forkserver`): as good as fresh, and nothing carries over.
 
 Each test compares what student code observes in a forked runner with what
 it observes in a fresh one, or lets one student attack the sandbox it
@@ -19,8 +19,8 @@ import time
 import pytest
 
 from autograder.sandbox import forkserver, launcher, session
-from tests import catalogue
 from autograder.sandbox.session import StudentSession
+from tests import catalogue
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not launcher.probe().isolated,
                                                    reason="the fork server needs bubblewrap")]
@@ -38,7 +38,8 @@ OBSERVE = textwrap.dedent("""
         "mpl": {name: len(open("/tmp/mpl/" + name, "rb").read()) for name in listing("/tmp/mpl")},
         "shm": listing("/dev/shm"),
         "tmp_mine": sorted(os.path.relpath(os.path.join(r, n), "/tmp") for r, ds, fs in os.walk("/tmp")
-                           for n in ds + fs if os.lstat(os.path.join(r, n)).st_uid == os.getuid()), "sysv": open("/proc/sysvipc/shm").read().splitlines()[1:],
+                           for n in ds + fs if os.lstat(os.path.join(r, n)).st_uid == os.getuid()),
+        "sysv": open("/proc/sysvipc/shm").read().splitlines()[1:],
         "others": others(), "fds": listing("/proc/self/fd"), "env": dict(os.environ),
         "names": sorted(k for k in globals() if not k.startswith("_")),
         "dumpable": ctypes.CDLL(None).prctl(3, 0, 0, 0, 0),
@@ -215,7 +216,7 @@ ATTACKS = {
     "keyring": f"check(libc.syscall(NR['add_key'], b'user', b'{KEY_NAME}', b'v', 1, -4))",
     "chmod-scratch": "os.chmod('.', 0o555)",
 }
-SYSCALLS = "NR = {'x86_64': {'add_key': 248, 'keyctl': 250}, 'aarch64': {'add_key': 217, 'keyctl': 219}}[platform.machine()]"
+SYSCALLS = "NR = {'x86_64': {'add_key': 248, 'keyctl': 250}, 'aarch64': {'add_key': 217, 'keyctl': 219}}[platform.machine()]"  # noqa: E501 - test data
 ATTACK = textwrap.dedent("""
     import ctypes, os, platform, resource
     libc = ctypes.CDLL(None, use_errno=True)

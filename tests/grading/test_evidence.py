@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import runners
 from autograder.grading.hidden_checks import run_checks
+from autograder.sandbox import runners
 from autograder.sandbox.session import Budget, StudentSession
 
 from .test_checks_local import PARTS

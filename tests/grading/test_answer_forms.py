@@ -16,11 +16,11 @@ import pytest
 import torch
 
 from autograder.demo import course
-from autograder.sandbox.guest import wire
 from autograder.grading.assertions import CheckFailed
 from autograder.grading.checks import test_hand_calculation as hand
 from autograder.grading.checks import test_shapes as shapes
 from autograder.grading.local_student import LocalStudent, reference_namespace
+from autograder.sandbox.guest import wire
 
 RIGHT = {"hand_scores": [0.0, 2 * math.log(2), 2 * math.log(5)], "hand_scaled": [0.0, math.log(2), math.log(5)],
          "hand_weights": [Fraction(1, 8), Fraction(2, 8), Fraction(5, 8)], "hand_output": 12,
