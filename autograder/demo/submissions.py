@@ -43,17 +43,12 @@ class Sample:
     note: str = ""
 
 
-def _fn(name, body):
-    """Source of an answer cell that defines `name` with the given body."""
-    return body.strip("\n") + "\n"
-
-
-SCORES_T = _fn("attention_scores", """
+SCORES_T = """
 def attention_scores(q, k):
     if q.shape[-1] != k.shape[-1]:
         raise ValueError("d_k mismatch")
     return k @ q.transpose(-2, -1)
-""")
+"""
 
 BUGS = [
     Sample("bug-scores-transposed", "bug", "partial", {"attention_scores": SCORES_T}, codes=("scores-transposed",)),

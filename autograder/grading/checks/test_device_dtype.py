@@ -24,7 +24,7 @@ DEVICE_ERROR = ("is not on the expected device", "Expected all tensors to be on 
                 "found at least two devices")
 
 
-def _calls(rng, dtype=torch.float64):
+def _calls(rng):
     q, k, v = cases.qkv(rng, batch=(2,), L=3, S=5, d_k=4, d_v=2)
     s = cases.randn(rng, 2, 3, 5)
     mask = cases.random_bool_mask(rng, (3, 5))
