@@ -35,6 +35,13 @@ def _guarded(weights):
     return torch.nan_to_num(weights, nan=0.0)
 
 
+def _empty_guarded_naive_softmax(x, dim=-1):
+    """No max subtracted, but empty (all -inf) slices guarded: overflow still gives inf/inf = NaN."""
+    e = torch.exp(x)
+    total = e.sum(dim=dim, keepdim=True)
+    return torch.where(total > 0, e / total, torch.zeros_like(e))
+
+
 def _other_dims(x, dim):
     d = dim % x.dim()
     return [o for o in range(x.dim()) if o != d]
@@ -85,7 +92,8 @@ def _sdpa_variants(q, k, v, mask=None):
         "softmax-wrong-dim": lambda: _attention(q, k, v, mask, softmax_dim=-2),
         "softmax-unstable": [lambda: _attention(q, k, v, mask, softmax=_naive_softmax),
                              lambda: _attention(q, k, v, mask,
-                                                softmax=lambda x, dim: _guarded(_naive_softmax(x, dim)))],
+                                                softmax=lambda x, dim: _guarded(_naive_softmax(x, dim))),
+                             lambda: _attention(q, k, v, mask, softmax=_empty_guarded_naive_softmax)],
         "softmax-global-max": [lambda: _attention(q, k, v, mask, softmax=_global_max_softmax),
                                lambda: _attention(q, k, v, mask,
                                                   softmax=lambda x, dim: _guarded(_global_max_softmax(x, dim)))],
@@ -122,7 +130,8 @@ def variants(function, args, kwargs):
         x = a[0]
         dim = a[1] if len(a) > 1 else kwargs.get("dim", -1)
         return {"softmax-wrong-dim": [lambda d=d: ref.softmax(x, dim=d) for d in _other_dims(x, dim)],
-                "softmax-unstable": [lambda: _naive_softmax(x, dim), lambda: _guarded(_naive_softmax(x, dim))],
+                "softmax-unstable": [lambda: _naive_softmax(x, dim), lambda: _guarded(_naive_softmax(x, dim)),
+                                     lambda: _empty_guarded_naive_softmax(x, dim)],
                 "softmax-global-max": [lambda: _global_max_softmax(x, dim),
                                        lambda: _guarded(_global_max_softmax(x, dim))],
                 "fully-masked-nan": [lambda: _nan_softmax(x, dim)]}

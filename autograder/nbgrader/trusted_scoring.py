@@ -10,6 +10,7 @@ import logging
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Bool
 
 from ..grading import code_review, record
 from ..grading.feedback import render_html, render_text
@@ -35,6 +36,12 @@ def _locate_events(nb, positions, events, info):
 class TrustedScoring(NbGraderPreprocessor):
     """Score grade cells from the session's results; no student code runs here."""
 
+    charge_each_mistake_once = Bool(True, help=(
+        "Charge a helper's mistake only in the helper's own part: a composite part (scaled_dot_product_attention "
+        "and the parts built on it) keeps its points when it equals the correct composition of the student's own "
+        "helpers and every difference from PyTorch is a misconception those helpers show. False: strict "
+        "end-to-end grading, every part compared with PyTorch alone.")).tag(config=True)
+
     def preprocess(self, nb, resources):
         state = resources.get(EXECUTION)
         if state is None:
@@ -44,7 +51,8 @@ class TrustedScoring(NbGraderPreprocessor):
         try:
             parts = [p for p in (part_of(c) for c in nb.cells if is_test_cell(c)) if p]
             results = run_checks(session, parts, seed_key=(info["assignment"], info["student"]),
-                                 context={"cuda": _cuda_available()})
+                                 context={"cuda": _cuda_available(),
+                                          "charge_once": self.charge_each_mistake_once})
         finally:
             state.close()
         # The student's own code, read here: forbidden APIs cost points whatever the runner reported.
@@ -87,7 +95,8 @@ class TrustedScoring(NbGraderPreprocessor):
                 "text/html": f"<b>本单元格得分：{earned:g} / {max_points:g}</b>"}})] + visible
         return {"grade_id": grade_id(cell), "part": part, "points": earned, "max_points": max_points,
                 "checks": [{"name": c.name, "passed": c.passed, "points": c.points, "max_points": c.max_points,
-                            "codes": c.codes, "message": c.message} for c in (result.checks if result else [])]}
+                            "codes": c.codes, "charged_elsewhere": c.charged_elsewhere,
+                            "message": c.message} for c in (result.checks if result else [])]}
 
 
 def _display(text, html):

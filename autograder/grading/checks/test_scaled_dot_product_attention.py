@@ -4,40 +4,46 @@ import math
 import pytest
 import torch
 
-from autograder.grading import cases, tolerances
+from autograder.grading import cases, composition, tolerances
 from autograder.grading.assertions import CheckFailed, TensorSpec, expect_tensor
 
 PART = "scaled_dot_product_attention"
 FN = "scaled_dot_product_attention"
 
 
-def _check(student, q, k, v, mask=None, what="", weights=True):
+def _check(student, grading, q, k, v, mask=None, what="", weights=True):
     args = (q, k, v) if mask is None else (q, k, v, mask)
     result = student.call(FN, *args)
     out, w = cases.sdpa(q, k, v, mask)
-    expect_tensor(result, out, function=FN, args=args, select=0, what=f"{what}的输出")
-    if weights:
-        expect_tensor(result, w, function=FN, args=args, select=1, what=f"{what}的权重")
+    try:
+        expect_tensor(result, out, function=FN, args=args, select=0, what=f"{what}的输出")
+        if weights:
+            expect_tensor(result, w, function=FN, args=args, select=1, what=f"{what}的权重")
+    except CheckFailed:
+        explained = composition.explain_result(student, grading, result, q, k, v, mask, weights, what)
+        if explained is not None:
+            raise explained from None
+        raise
     return result
 
 
 @pytest.mark.points(3)
-def test_hand_cases(student):
+def test_hand_cases(student, grading):
     """手算例子：17.5；屏蔽第二个 Key → 10；q = 0 → 15"""
     k = torch.tensor([[0.0], [math.log(3.0)]], dtype=torch.float64)
     v = torch.tensor([[10.0], [20.0]], dtype=torch.float64)
     one, zero = torch.tensor([[1.0]], dtype=torch.float64), torch.tensor([[0.0]], dtype=torch.float64)
-    _check(student, one, k, v, what="q=1")
-    _check(student, one, k, v, torch.tensor([[True, False]]), what="屏蔽第二个 Key")
-    _check(student, zero, k, v, what="q=0")
+    _check(student, grading, one, k, v, what="q=1")
+    _check(student, grading, one, k, v, torch.tensor([[True, False]]), what="屏蔽第二个 Key")
+    _check(student, grading, zero, k, v, what="q=0")
 
 
 @pytest.mark.points(3)
-def test_random_cross_attention(student, rng):
+def test_random_cross_attention(student, grading, rng):
     """随机张量：batch、多头、L != S、d_k != d_v"""
     q, k, v = cases.qkv(rng, batch=(2, 3), L=5, S=7, d_k=8, d_v=4)
     try:
-        _check(student, q, k, v, what="随机交叉注意力")
+        _check(student, grading, q, k, v, what="随机交叉注意力")
     except CheckFailed as failure:
         sq, sk, sv = cases.qkv(rng, batch=(2, 3), L=6, S=6, d_k=8, d_v=4)
         square = student.call(FN, sq, sk, sv)
@@ -50,25 +56,25 @@ def test_random_cross_attention(student, rng):
 
 
 @pytest.mark.points(2)
-def test_bool_mask(student, rng):
+def test_bool_mask(student, grading, rng):
     """布尔掩码（True = 允许关注）"""
     q, k, v = cases.qkv(rng, batch=(2,), L=4, S=6, d_k=5, d_v=3)
-    _check(student, q, k, v, cases.random_bool_mask(rng, (2, 4, 6)), what="布尔掩码")
+    _check(student, grading, q, k, v, cases.random_bool_mask(rng, (2, 4, 6)), what="布尔掩码")
 
 
 @pytest.mark.points(1)
-def test_float_mask(student, rng):
+def test_float_mask(student, grading, rng):
     """浮点（加性）掩码"""
     q, k, v = cases.qkv(rng, batch=(2,), L=4, S=6, d_k=5, d_v=3)
-    _check(student, q, k, v, cases.randn(rng, 4, 6), what="浮点掩码")
+    _check(student, grading, q, k, v, cases.randn(rng, 4, 6), what="浮点掩码")
 
 
 @pytest.mark.points(2)
-def test_causal_no_leakage(student, rng):
+def test_causal_no_leakage(student, grading, rng):
     """因果掩码下，改变未来的 Key/Value 不影响前面的输出"""
     q, k, v = cases.qkv(rng, batch=(2,), L=6, S=6, d_k=4, d_v=4)
     mask = torch.ones(6, 6, dtype=torch.bool).tril()
-    _check(student, q, k, v, mask, what="因果掩码", weights=False)
+    _check(student, grading, q, k, v, mask, what="因果掩码", weights=False)
     k2, v2 = k.clone(), v.clone()
     k2[..., 4:, :] += 5.0
     v2[..., 4:, :] -= 7.0
@@ -81,7 +87,7 @@ def test_causal_no_leakage(student, rng):
 
 
 @pytest.mark.points(2)
-def test_fully_masked_rows_give_zeros(student, rng):
+def test_fully_masked_rows_give_zeros(student, grading, rng):
     """没有任何可关注位置的行：权重与输出全为 0"""
     q, k, v = cases.qkv(rng, batch=(2,), L=4, S=5, d_k=4, d_v=3)
     mask = cases.random_bool_mask(rng, (4, 5), full_row=2)
@@ -92,15 +98,15 @@ def test_fully_masked_rows_give_zeros(student, rng):
     q[..., 3, :] = -1e2 * k[..., 0, :]  # row 3 may only see key 0, whose score is very negative:
     mask[3] = False  # a 0 fill (instead of -inf) would move its weight to the masked keys
     mask[3, 0] = True
-    _check(student, q, k, v, mask, what="含全屏蔽行")
+    _check(student, grading, q, k, v, mask, what="含全屏蔽行")
 
 
 @pytest.mark.points(2)
-def test_large_scores_and_padding(student, rng):
+def test_large_scores_and_padding(student, grading, rng):
     """大分数（1e4 量级）与 [B,1,1,S] padding 掩码"""
     q, k, v = cases.qkv(rng, batch=(2, 2), L=3, S=5, d_k=4, d_v=2)
     q = q * 100
     k = k * 100
     pad = torch.ones(2, 1, 1, 5, dtype=torch.bool)
     pad[1, ..., 3:] = False
-    _check(student, q, k, v, pad, what="大分数与 padding")
+    _check(student, grading, q, k, v, pad, what="大分数与 padding")

@@ -1,0 +1,62 @@
+"""Each mistake is charged once: composite parts against the student's own helpers, composed correctly."""
+import pytest
+
+from autograder.demo.submissions import BUGS
+from autograder.grading.composition import HOME
+from autograder.grading.hidden_checks import run_checks
+from autograder.grading.local_student import LocalStudent, reference_namespace
+
+COMPOSITE = "scaled_dot_product_attention"
+HELPERS = ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output")
+# One sample per helper misconception whose home is that helper (a buggy helper, nothing else changed).
+HELPER_BUGS = [s for s in BUGS if set(s.replace) <= set(HELPERS) and s.replace
+               and any(HOME.get(c) in s.replace for c in s.codes)]
+
+
+def _namespace(sample):
+    namespace = reference_namespace()
+    for source in sample.replace.values():
+        exec(source, namespace)  # noqa: S102 - our own buggy samples, trusted
+    return namespace
+
+
+def _grade(sample, charge_once):
+    student = LocalStudent(_namespace(sample))
+    parts = list(sample.replace) + [COMPOSITE]
+    return run_checks(student, parts, seed_key=("sdpa", sample.name), context={"charge_once": charge_once})
+
+
+def test_there_are_helper_bugs_to_test():
+    assert {c for s in HELPER_BUGS for c in s.codes} >= {"mask-inverted", "scale-missing", "softmax-unstable"}
+
+
+@pytest.mark.parametrize("sample", HELPER_BUGS, ids=lambda s: s.name)
+def test_a_helper_bug_is_charged_in_its_own_part_only(sample):
+    results = _grade(sample, charge_once=True)
+    helper = next(iter(sample.replace))
+    assert results[helper].points < results[helper].max_points  # charged where it lives...
+    composite = results[COMPOSITE]
+    assert composite.points == composite.max_points, [(c.name, c.message) for c in composite.checks if not c.passed]
+    named = {code for c in composite.checks for code in c.charged_elsewhere}
+    assert set(sample.codes) & named  # ...and the composite says where
+
+
+@pytest.mark.parametrize("sample", HELPER_BUGS, ids=lambda s: s.name)
+def test_strict_mode_charges_the_composite_too(sample):
+    composite = _grade(sample, charge_once=False)[COMPOSITE]
+    assert composite.points < composite.max_points
+    assert not any(c.charged_elsewhere for c in composite.checks)
+
+
+def test_a_composite_that_does_not_use_its_helpers_gets_no_credit():
+    """A wrong composite is charged even when a helper is wrong too: credit needs the student's own composition."""
+    sample = next(s for s in HELPER_BUGS if "mask-inverted" in s.codes)
+    namespace = _namespace(sample)
+    exec('''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    weights = softmax(apply_mask(scores, mask), dim=-2)  # its own bug, on top of the helper's
+    return attention_output(weights, v), weights
+''', namespace)  # noqa: S102
+    results = run_checks(LocalStudent(namespace), [COMPOSITE], seed_key=("sdpa", "x"), context={"charge_once": True})
+    assert results[COMPOSITE].points < results[COMPOSITE].max_points
