@@ -15,6 +15,10 @@ SOFTMAX_APIS = ("softmax", "log_softmax", "softmin", "Softmax")
 SDPA_APIS = ("scaled_dot_product", "multi_head_attention", "MultiheadAttention", "_fused_sdp")
 
 
+# Key of the tolerance in a failing example: kept in grading.json, never shown to students.
+TOLERANCE_KEY = "tolerance"
+
+
 class CheckFailed(AssertionError):
     """A check failed for a reason we can explain to the student."""
 
@@ -147,7 +151,7 @@ def expect_tensor(result, expected, *, function, args, kwargs=None, tol=None, wh
     if tolerances.close(actual, expected, tol):
         return value
     example.update(_first_difference(actual, expected, tol))
-    example["误差上限"] = tol.describe()
+    example[TOLERANCE_KEY] = tol.describe()  # for the instructor's JSON record; feedback leaves it out
     # Checks whose inputs were not designed to tell bugs apart pass diagnose_values=False.
     codes = diagnose(function, *diag_args, actual, expected, tol, select) if diagnose_values else []
     if torch.isnan(actual.to(torch.float64)).any() and not torch.isnan(expected.to(torch.float64)).any():
@@ -170,6 +174,8 @@ def expect_explained(result, expected, *, function, args, kwargs=None, what, sel
     value = require_ok(result, what)
     if select is not None and isinstance(value, (tuple, list)) and value:
         value = value[select]  # a function that returns only the output is graded for it elsewhere
+    else:
+        select = None  # a single tensor: the mutants' outputs are not tuples either
     if not isinstance(value, TensorSpec):
         raise CheckFailed(f"{what}：应返回 torch.Tensor，实际返回 {value!r:.80}。")
     if value.missing_data():

@@ -7,6 +7,7 @@ student's code raised or returned.
 """
 import html
 
+from .assertions import TOLERANCE_KEY
 from .misconceptions import CATALOGUE
 
 STYLE = ("<style>.sdpa-fb{font-family:system-ui,sans-serif;font-size:14px;line-height:1.45}"
@@ -28,22 +29,44 @@ def summary_line(label, part_result, cell_points, earned):
     return f"{label}：{_fmt(earned)} / {_fmt(cell_points)} 分（{len(part_result.checks)} 项隐藏检查，{state}）"
 
 
+def _shown_example(example):
+    """The example as a student sees it: no tolerance jargon (it stays in grading.json)."""
+    return {k: v for k, v in example.items() if k != TOLERANCE_KEY}
+
+
+def _codes_once(part_result):
+    """{check name: [(code, first time in this cell?)]}: a code's explanation is shown once per cell."""
+    seen, out = set(), {}
+    for check in part_result.checks:
+        if check.passed:
+            continue
+        out[check.name] = [(code, code not in seen) for code in check.codes if code in CATALOGUE]
+        seen.update(check.codes)
+    return out
+
+
 def render_html(label, part_result, cell_points, earned, events=()):
     esc = html.escape
     rows = []
+    codes = _codes_once(part_result)
     for check in part_result.checks:
         mark = '<span class="ok">✓</span>' if check.passed else '<span class="bad">✗</span>'
         detail = ""
+        if check.passed and check.charged_elsewhere:
+            detail = f'<div class="ex">{esc(check.message)}</div>'
         if not check.passed:
             detail = f"<div>{esc(check.message)}</div>"
-            for code in check.codes:
-                entry = CATALOGUE.get(code)
-                if entry:
+            for code, first in codes.get(check.name, []):
+                entry = CATALOGUE[code]
+                if first:
                     detail += (f'<div><span class="code">[{esc(code)}]</span> {esc(entry.explanation)}'
                                f"<br>提示：{esc(entry.hint)}</div>")
-            if check.example:
-                pairs = "；".join(f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in check.example.items())
-                detail += f'<div class="ex">最小失败例子 — {pairs}</div>'
+                else:
+                    detail += f'<div><span class="code">[{esc(code)}]</span>（同上）</div>'
+            example = _shown_example(check.example)
+            if example:
+                pairs = "；".join(f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in example.items())
+                detail += f'<div class="ex">失败的例子 — {pairs}</div>'
         rows.append(f"<tr><td>{mark}</td><td>{esc(check.title)}{detail}</td>"
                     f"<td>{_fmt(check.points)} / {_fmt(check.max_points)}</td></tr>")
     notes = "".join(f'<div class="bad">{esc(_event_text(e))}</div>' for e in events)
@@ -54,17 +77,21 @@ def render_html(label, part_result, cell_points, earned, events=()):
 def render_text(label, part_result, cell_points, earned, events=()):
     lines = [summary_line(label, part_result, cell_points, earned)]
     lines += [f"  ! {_event_text(e)}" for e in events]
+    codes = _codes_once(part_result)
     for check in part_result.checks:
         mark = "✓" if check.passed else "✗"
         lines.append(f"  {mark} {check.title}  ({_fmt(check.points)}/{_fmt(check.max_points)})")
+        if check.passed and check.charged_elsewhere:
+            lines.append(f"      {check.message}")
         if not check.passed:
             lines.append(f"      {check.message}")
-            for code in check.codes:
-                entry = CATALOGUE.get(code)
-                if entry:
-                    lines.append(f"      [{code}] {entry.explanation} 提示：{entry.hint}")
-            if check.example:
-                lines.append("      例子: " + "; ".join(f"{k}: {v}" for k, v in check.example.items()))
+            for code, first in codes.get(check.name, []):
+                entry = CATALOGUE[code]
+                text = f"{entry.explanation} 提示：{entry.hint}" if first else "（同上）"
+                lines.append(f"      [{code}] {text}")
+            example = _shown_example(check.example)
+            if example:
+                lines.append("      例子: " + "; ".join(f"{k}: {v}" for k, v in example.items()))
     return "\n".join(lines)
 
 

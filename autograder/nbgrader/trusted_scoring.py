@@ -12,7 +12,7 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
-from ..grading import code_review, record
+from ..grading import code_review, feedback, record, root_causes
 from ..grading.feedback import render_html, render_text
 from ..grading.hidden_checks import run_checks
 from .cells import grade_id, is_test_cell, nbgrader_meta, part_of, student_code_cells
@@ -72,8 +72,22 @@ class TrustedScoring(NbGraderPreprocessor):
             if is_test_cell(cell):
                 report["cells"].append(self._score_cell(cell, results, events))
                 events = ()
+        report["root_causes"] = self._summarise(nb, results, parts)
         resources.setdefault("outputs", {})[record.filename(info["notebook"])] = record.dumps(report)
         return nb, resources
+
+    def _summarise(self, nb, results, parts):
+        """The "先修这里" summary, as the first output of the notebook's first code cell (top of the feedback)."""
+        causes = root_causes.root_causes(results, parts)
+        if causes:
+            labels = {part_of(c): grade_id(c) or part_of(c) for c in nb.cells if is_test_cell(c)}
+            labels = {p: f"{p}（{g}）" if g != p else p for p, g in labels.items()}
+            first = next((c for c in nb.cells if c.cell_type == "code"), None)
+            if first is not None:
+                summary = _display(root_causes.render_text(causes, labels),
+                                   feedback.STYLE + root_causes.render_html(causes, labels))
+                first.outputs = [summary] + list(first.outputs)
+        return causes
 
     def _score_cell(self, cell, results, events):
         meta = nbgrader_meta(cell)
@@ -96,7 +110,7 @@ class TrustedScoring(NbGraderPreprocessor):
         return {"grade_id": grade_id(cell), "part": part, "points": earned, "max_points": max_points,
                 "checks": [{"name": c.name, "passed": c.passed, "points": c.points, "max_points": c.max_points,
                             "codes": c.codes, "charged_elsewhere": c.charged_elsewhere,
-                            "message": c.message} for c in (result.checks if result else [])]}
+                            "message": c.message, "example": c.example} for c in (result.checks if result else [])]}
 
 
 def _display(text, html):
