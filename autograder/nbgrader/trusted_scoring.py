@@ -6,6 +6,8 @@ never here -- reads the student's own code for forbidden APIs, and writes
 each grade cell's feedback and partial score, plus ``<notebook>.grading.json``
 for reports.  It closes the runner when it is done.
 """
+from __future__ import annotations
+
 import logging
 
 import nbformat
@@ -35,7 +37,7 @@ def _locate_events(nb, positions, events, info):
 class TrustedScoring(NbGraderPreprocessor):
     """Score grade cells from the session's results; no student code runs here."""
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         state = resources.get(EXECUTION)
         if state is None:
             raise RuntimeError("TrustedScoring needs SandboxedExecute to run first (check nbgrader_config.py)")
