@@ -12,7 +12,7 @@ import re
 import sys
 import time
 import traceback
-from typing import BinaryIO, NoReturn, Optional
+from typing import BinaryIO, Callable, Iterable, NoReturn, Optional
 
 # `python -I` leaves this directory off sys.path; the guest files import each other by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -67,15 +67,15 @@ class Runner:
         runner = self
 
         class Publisher(DisplayPublisher):
-            def publish(self, data, metadata=None, *args, **kwargs):
+            def publish(self, data: dict, metadata: Optional[dict] = None, *args, **kwargs) -> None:
                 runner._add_display("display_data", data, metadata or {})
 
-            def clear_output(self, wait=False):
+            def clear_output(self, wait: bool = False) -> None:
                 if runner.outputs is not None:
                     runner.outputs.clear()
 
         class Hook(DisplayHook):
-            def write_format_data(self, format_dict, md_dict=None):
+            def write_format_data(self, format_dict: dict, md_dict: Optional[dict] = None) -> None:
                 runner._add_display("execute_result", format_dict, md_dict or {})
 
         class Shell(InteractiveShell):
@@ -86,7 +86,7 @@ class Runner:
                 runner._add_output({"output_type": "error", "ename": etype.__name__,
                                     "evalue": wire.short(evalue), "traceback": stb[-40:]})
 
-            def ask_exit(self):
+            def ask_exit(self) -> None:
                 runner._stream("stderr", "exit() 在评分时被忽略。\n")
 
         from traitlets.config import Config
@@ -226,7 +226,7 @@ class Runner:
 
         runner = self
 
-        def tripwire(name, original):
+        def tripwire(name: str, original: Callable) -> Callable:
             # wraps(): torch looks some of these up again through `__wrapped__` and friends.
             @functools.wraps(original)
             def guarded(*args, **kwargs):
@@ -260,7 +260,7 @@ class Runner:
 
         runner = self
 
-        def aten_tripwire(op_name):
+        def aten_tripwire(op_name: str) -> Callable:
             def kernel(*args, **kwargs):
                 runner.forbidden_used.append(op_name)
                 raise ForbiddenAPIError(f"评分时禁止使用内置 softmax/注意力（{op_name}）。")
@@ -319,17 +319,17 @@ class _Stream:
     def __init__(self, runner, name):
         self.runner, self.name = runner, name
 
-    def write(self, text):
+    def write(self, text: object) -> int:
         self.runner._stream(self.name, str(text))
         return len(str(text))
 
-    def flush(self):
+    def flush(self) -> None:
         pass
 
-    def isatty(self):
+    def isatty(self) -> bool:
         return False
 
-    def writelines(self, lines):
+    def writelines(self, lines: Iterable[object]) -> None:
         for line in lines:
             self.write(line)
 
