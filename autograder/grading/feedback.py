@@ -5,9 +5,16 @@ misconception explanation and a small example.  Never the hidden check code
 or the reference.  Every string is escaped, since messages may quote what a
 student's code raised or returned.
 """
+from __future__ import annotations
+
 import html
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .misconceptions import CATALOGUE
+
+if TYPE_CHECKING:
+    from .hidden_checks import PartResult
 
 STYLE = ("<style>.sdpa-fb{font-family:system-ui,sans-serif;font-size:14px;line-height:1.45}"
          ".sdpa-fb .sum{font-weight:600;margin:4px 0 6px}.sdpa-fb table{border-collapse:collapse}"
@@ -22,13 +29,14 @@ def _fmt(points):
     return f"{points:g}"
 
 
-def summary_line(label, part_result, cell_points, earned):
+def summary_line(label: str, part_result: PartResult, cell_points: float, earned: float) -> str:
     failed = [c for c in part_result.checks if not c.passed]
     state = "全部通过" if not failed else f"{len(failed)} 项未通过"
     return f"{label}：{_fmt(earned)} / {_fmt(cell_points)} 分（{len(part_result.checks)} 项隐藏检查，{state}）"
 
 
-def render_html(label, part_result, cell_points, earned, events=()):
+def render_html(label: str, part_result: PartResult, cell_points: float, earned: float,
+                events: Iterable[dict] = ()) -> str:
     esc = html.escape
     rows = []
     for check in part_result.checks:
@@ -51,7 +59,8 @@ def render_html(label, part_result, cell_points, earned, events=()):
             f"</div>{notes}<table>{''.join(rows)}</table></div>")
 
 
-def render_text(label, part_result, cell_points, earned, events=()):
+def render_text(label: str, part_result: PartResult, cell_points: float, earned: float,
+                events: Iterable[dict] = ()) -> str:
     lines = [summary_line(label, part_result, cell_points, earned)]
     lines += [f"  ! {_event_text(e)}" for e in events]
     for check in part_result.checks:
