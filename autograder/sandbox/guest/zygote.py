@@ -61,7 +61,7 @@ import socket
 import stat
 import sys
 import time
-from typing import NoReturn, Optional, Sequence
+from typing import Callable, NoReturn, Optional, Sequence
 
 # `python -I` leaves this directory off sys.path; the guest files import each other by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -375,7 +375,7 @@ def process_state() -> dict:
 
 def check_state(want: dict) -> str:
     """Put back what may be put back of the recorded `process_state`, then compare; '' if equal."""
-    def attempt(fn, *args):
+    def attempt(fn: Callable, *args) -> None:
         try:
             fn(*args)
         except OSError:
