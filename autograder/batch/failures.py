@@ -83,7 +83,7 @@ def _reason_from_log(lines):
     return None
 
 
-def locate(exc: Optional[BaseException]) -> tuple[Optional[str], Optional[tuple[int, Optional[str]]]]:
+def locate(exc: Optional[BaseException]) -> tuple[Optional[str], Optional[tuple[Optional[int], Optional[str]]]]:
     """(step name, (cell index, grade_id)) from the exception chain of `exc`, when it says."""
     seen = set()
     while exc is not None and id(exc) not in seen:

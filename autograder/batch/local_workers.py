@@ -12,11 +12,14 @@ import shutil
 import signal
 import tempfile
 import time
-from multiprocessing.context import BaseContext
+from typing import TYPE_CHECKING, Union
 
 from .coursedir import CourseError
 from .failures import reason_of
 from .worker import Grader, die_with_parent
+
+if TYPE_CHECKING:
+    from multiprocessing.context import ForkContext, SpawnContext
 
 
 def _fork_main(conn, bundle, prewarm, parent_pid, tmp):
@@ -81,7 +84,7 @@ def remove_stale_worker_dirs() -> None:
 class LocalWorker:
     """One forked grading process and the task it holds."""
 
-    def __init__(self, ctx: BaseContext, bundle: dict, prewarm: bool) -> None:
+    def __init__(self, ctx: Union[ForkContext, SpawnContext], bundle: dict, prewarm: bool) -> None:
         self.conn, child = ctx.Pipe()
         self.tmp = tempfile.mkdtemp(prefix=f"{WORKER_TMP_PREFIX}{os.getpid()}-")
         self.proc = ctx.Process(target=_fork_main, args=(child, bundle, prewarm, os.getpid(), self.tmp),

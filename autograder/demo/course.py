@@ -12,7 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import nbformat
 
@@ -70,7 +70,7 @@ def submit(course: Union[str, os.PathLike], student: str, nb: nbformat.NotebookN
     return path
 
 
-def grades(course: Union[str, os.PathLike]) -> dict[str, dict[str, tuple[float, float]]]:
+def grades(course: Union[str, os.PathLike]) -> dict[str, dict[str, tuple[Optional[float], float]]]:
     """{student: {grade_id: (auto_score, max_score)}} from the sqlite gradebook."""
     from nbgrader.api import Gradebook
 
@@ -96,7 +96,7 @@ def grading_report(course: Union[str, os.PathLike], student: str) -> dict:
 
 
 def grade_samples(course: Union[str, os.PathLike], catalogue: Iterable[Sample],
-                  *autograde_args: str) -> tuple[dict[str, dict[str, tuple[float, float]]], float,
+                  *autograde_args: str) -> tuple[dict[str, dict[str, tuple[Optional[float], float]]], float,
                                                  subprocess.CompletedProcess]:
     """Release, submit every sample, autograde, give feedback, export: like an instructor.
 

@@ -12,7 +12,7 @@ import json
 import math
 import numbers
 import struct
-from typing import TYPE_CHECKING, Any, BinaryIO, Optional, Sequence
+from typing import IO, TYPE_CHECKING, Any, Optional, Sequence
 
 if TYPE_CHECKING:
     import torch
@@ -57,13 +57,13 @@ def frame(header: dict, blobs: Sequence[bytes] = ()) -> bytes:
     return b"".join([struct.pack(">I", len(raw)), raw, *blobs])
 
 
-def send(stream: BinaryIO, header: dict, blobs: Sequence[bytes] = ()) -> None:
+def send(stream: IO[bytes], header: dict, blobs: Sequence[bytes] = ()) -> None:
     """Write one message to a blocking stream (the runner's side)."""
     stream.write(frame(header, blobs))
     stream.flush()
 
 
-def receive(stream: BinaryIO, max_header: int = MAX_HEADER_BYTES,
+def receive(stream: IO[bytes], max_header: int = MAX_HEADER_BYTES,
             max_blobs: int = MAX_MESSAGE_BYTES) -> tuple[dict, list[bytes]]:
     """Read one message; enforce size limits before allocating anything."""
     (size,) = struct.unpack(">I", _read_exact(stream, 4))

@@ -475,7 +475,7 @@ def _new_uid(uids, last):
             return uid
 
 
-def serve(control: socket.socket, nproc: int = -1, uids: tuple[int, int] = (0x5A000000, 1 << 20)) -> None:
+def serve(control: socket.socket, nproc: int = -1, uids: tuple[int, ...] = (0x5A000000, 1 << 20)) -> None:
     if not (os.getpid() == 2 and os.getppid() == 1):
         _send(control, {"op": "refused", "detail": "the zygote needs a pid namespace of its own (bwrap)"})
         os._exit(2)
