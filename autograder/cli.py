@@ -18,10 +18,14 @@ status 2; failed submissions give exit status 1; Ctrl-C exits with 130 and
 keeps everything already graded.  ``SDPA_COURSE_TRACEBACK=1`` shows a
 traceback for unexpected errors.
 """
+from __future__ import annotations
+
 import argparse
 import os
 import re
 import sys
+from collections.abc import Sequence
+from typing import NoReturn, Optional
 
 from .batch.coursedir import ASSIGNMENT, CourseError
 from .batch.dask_cluster import DEFAULT_TIMEOUT
@@ -40,7 +44,7 @@ RUNNER_SOURCES = {
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
@@ -92,7 +96,7 @@ def _parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
     bad = [a for a in extra if not NBGRADER_OPTION.match(a)]

@@ -13,13 +13,17 @@ misconception codes, seconds, sandbox events), and writes to ``--out``
   points, per grade cell), ``misconceptions.png`` (students whose feedback
   names each code), ``slowest.png`` (the slowest submissions to grade).
 """
+from __future__ import annotations
+
 import csv
 import html
 import logging
 import os
 import statistics
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Optional, Union
 
 from .batch.coursedir import ASSIGNMENT, CourseError, load_app, sqlite_path, step_dir
 from .grading import record
@@ -53,7 +57,7 @@ class Data:
     parts: dict  # grade_id -> part (function), from grading.json
 
     @property
-    def pass_rates(self):
+    def pass_rates(self) -> dict[str, float]:
         """{grade_id: share of students with full points} for the automatically graded cells."""
         rates = {}
         for notebook, grade_id, cell_type, _max_score in self.grade_cells:
@@ -65,7 +69,7 @@ class Data:
         return rates
 
     @property
-    def code_counts(self):
+    def code_counts(self) -> dict[str, int]:
         """{code: number of students whose feedback names it}, most frequent first."""
         counts = {}
         for row in self.students:
@@ -74,12 +78,12 @@ class Data:
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     @property
-    def slowest(self):
+    def slowest(self) -> list[StudentRow]:
         timed = [r for r in self.students if r.seconds is not None]
         return sorted(timed, key=lambda r: -r.seconds)[:SLOWEST]
 
 
-def collect(course, assignment=ASSIGNMENT, nbgrader_args=()):
+def collect(course: Union[str, os.PathLike], assignment: str = ASSIGNMENT, nbgrader_args: Sequence[str] = ()) -> Data:
     """Everything the report shows, from the gradebook and the grading.json files."""
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -161,7 +165,8 @@ def _grading_report(coursedir, student, assignment, notebook):
     return record.load(path) or None
 
 
-def build(course, assignment=ASSIGNMENT, out=None, nbgrader_args=()):
+def build(course: Union[str, os.PathLike], assignment: str = ASSIGNMENT, out: Optional[Union[str, os.PathLike]] = None,
+          nbgrader_args: Sequence[str] = ()) -> dict:
     """Write the CSV files, charts and HTML; returns {"dir", "html", "cells_csv", "students_csv", "data"}."""
     data = collect(course, assignment, nbgrader_args)
     out = os.path.abspath(out or os.path.join(course, "reports", assignment))

@@ -5,18 +5,25 @@ snapshot of the gradebook, so a worker (a local process, or a dask worker
 on another machine) grades in a private course directory and never opens
 the real one.  Submissions and results travel as {relative path: (bytes, mode)}.
 """
+from __future__ import annotations
+
 import fnmatch
 import hashlib
 import json
 import os
 import sqlite3
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Union
 
 from .coursedir import sqlite_path, step_dir
 
+if TYPE_CHECKING:
+    from nbgrader.apps.autogradeapp import AutogradeApp
 
-def read_tree(top, ignore=()):
+
+def read_tree(top: Union[str, os.PathLike], ignore: Iterable[str] = ()) -> dict[str, tuple[bytes, int]]:
     """{relative path: (bytes, mode)} of the files under `top`."""
     files = {}
     for dirname, dirnames, filenames in os.walk(top):
@@ -36,7 +43,7 @@ def _ignored(name, patterns):
     return any(fnmatch.fnmatch(name, p) for p in patterns)
 
 
-def write_tree(top, files):
+def write_tree(top: Union[str, os.PathLike], files: Mapping[str, tuple[bytes, int]]) -> None:
     """Write a `read_tree` mapping under `top`; paths that would leave `top` are refused."""
     for rel, (data, mode) in files.items():
         parts = Path(rel).parts
@@ -49,7 +56,7 @@ def write_tree(top, files):
         os.chmod(path, mode or 0o644)
 
 
-def snapshot_gradebook(db_path):
+def snapshot_gradebook(db_path: Union[str, os.PathLike]) -> bytes:
     """A consistent copy of the sqlite gradebook, as bytes (sqlite's backup API)."""
     with tempfile.TemporaryDirectory(prefix="sdpa-gb-") as tmp:
         copy = os.path.join(tmp, "gradebook.db")
@@ -63,7 +70,7 @@ def snapshot_gradebook(db_path):
         return Path(copy).read_bytes()
 
 
-def make_bundle(app, assignment, nbgrader_args=()):
+def make_bundle(app: AutogradeApp, assignment: str, nbgrader_args: Iterable[str] = ()) -> dict:
     """What a worker needs to grade this course anywhere: config, source, release, gradebook."""
     coursedir = app.coursedir
     root = coursedir.root

@@ -3,11 +3,15 @@
 The notebook is graded exactly as ``autograde`` would (a `Grader` in a
 private copy of the course), but nothing is written to the course.
 """
+from __future__ import annotations
+
 import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Optional, Union
 
 from ..grading import record
 from ..nbgrader.cells import grade_id, nbgrader_meta
@@ -17,7 +21,8 @@ from .failures import Failure, failure_result
 from .worker import Grader
 
 
-def check_notebook(course, notebook, assignment, student=None, extra=()):
+def check_notebook(course: Union[str, os.PathLike], notebook: Union[str, os.PathLike], assignment: str,
+                   student: Optional[str] = None, extra: Sequence[str] = ()) -> int:
     """Grade one notebook in a throwaway copy of the course and print its feedback; returns the exit code."""
     from nbgrader.api import Gradebook
 

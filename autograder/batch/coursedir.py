@@ -4,9 +4,17 @@ Everything here reads the course through nbgrader's own `AutogradeApp` and
 `CourseDirectory`, so ``sdpa-course`` finds exactly the files and options
 that the stock command would.
 """
+from __future__ import annotations
+
 import glob
 import os
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from nbgrader.apps.autogradeapp import AutogradeApp
+    from nbgrader.coursedir import CourseDirectory
 
 ASSIGNMENT = "sdpa"
 
@@ -15,7 +23,7 @@ class CourseError(Exception):
     """A problem with the course or the command line: shown as one line, no traceback."""
 
 
-def load_app(root, args=(), require_config=True):
+def load_app(root: Union[str, os.PathLike], args: Sequence[str] = (), require_config: bool = True) -> AutogradeApp:
     """An `AutogradeApp` configured as ``nbgrader autograde ARGS`` run in `root` would be."""
     from nbgrader.apps.autogradeapp import AutogradeApp
 
@@ -38,12 +46,12 @@ def load_app(root, args=(), require_config=True):
     return app
 
 
-def step_dir(coursedir, step, student, assignment):
+def step_dir(coursedir: CourseDirectory, step: str, student: str, assignment: str) -> str:
     """The normalised path of `step` (submitted, autograded, ...) for one student and assignment."""
     return os.path.normpath(coursedir.format_path(step, student, assignment))
 
 
-def sqlite_path(db_url):
+def sqlite_path(db_url: str) -> str:
     """The file of an sqlite gradebook URL; other databases are refused with a one-line error."""
     if not db_url.startswith("sqlite:///"):
         raise CourseError(f"the gradebook is {db_url!r}, but sdpa-course needs an sqlite gradebook "
@@ -51,7 +59,7 @@ def sqlite_path(db_url):
     return db_url[len("sqlite:///"):]
 
 
-def check_course(app, assignment):
+def check_course(app: AutogradeApp, assignment: str) -> str:
     """One-line errors for a course that cannot be graded yet; returns the gradebook path."""
     coursedir = app.coursedir
     root = coursedir.root
@@ -78,7 +86,7 @@ def check_course(app, assignment):
     return db
 
 
-def find_submissions(coursedir, assignment):
+def find_submissions(coursedir: CourseDirectory, assignment: str) -> dict[str, str]:
     """{student: submission directory} for submitted/<student>/<assignment>/ holding a notebook."""
     pattern = step_dir(coursedir, coursedir.submitted_directory, "*", glob.escape(assignment))
     regexp = coursedir.format_path(coursedir.submitted_directory, "(?P<student_id>[^/]+)", re.escape(assignment),
@@ -93,7 +101,7 @@ def find_submissions(coursedir, assignment):
     return found
 
 
-def needs_grading(coursedir, assignment, student, force):
+def needs_grading(coursedir: CourseDirectory, assignment: str, student: str, force: bool) -> bool:
     """nbgrader's rule: not autograded yet, --force, or a newer timestamp.txt."""
     dest = step_dir(coursedir, coursedir.autograded_directory, student, assignment)
     if force or not os.path.exists(dest):

@@ -6,6 +6,8 @@ grading processes (``transport.py``), reused for later tasks of the same
 bundle.  Results come back to ``sdpa-course``, which alone writes the
 gradebook.
 """
+from __future__ import annotations
+
 import collections
 import re
 import socket
@@ -21,7 +23,7 @@ _DASK_IDLE = collections.defaultdict(list)  # bundle token -> idle ProcessGrader
 _DASK_LOCK = threading.Lock()
 
 
-def grade_on_dask_worker(bundle, task, timeout=DEFAULT_TIMEOUT):
+def grade_on_dask_worker(bundle: dict, task: dict, timeout: float = DEFAULT_TIMEOUT) -> dict:
     """The dask task: grade `task` with a grading process of this worker (started on first use)."""
     with _DASK_LOCK:
         idle = _DASK_IDLE[bundle["token"]]
@@ -39,7 +41,7 @@ def grade_on_dask_worker(bundle, task, timeout=DEFAULT_TIMEOUT):
 
 
 
-def probe_scheduler(address):
+def probe_scheduler(address: str) -> None:
     """Fail in a moment, not after dask's connect timeout, when nothing listens at a tcp:// address."""
     match = re.fullmatch(r"(?:tcp://)?\[?([^\]/]+?)\]?:(\d+)/?", address)
     if not match:

@@ -5,12 +5,15 @@ by the step that knew the cell, the JSON path of an nbformat validation
 error, or, for text that cannot be written back, the first cell that is not
 valid UTF-8 JSON.  Nothing is read out of traceback frames.
 """
+from __future__ import annotations
+
 import json
 import os
 import signal
 import socket
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from ..nbgrader.cells import CellError, grade_id
 
@@ -38,7 +41,8 @@ class Failure:
         return f"{self.notebook}  {cell}  {self.reason}{stage}"
 
 
-def explain_failure(converter, exc, files, log_lines) -> dict:
+def explain_failure(converter: Any, exc: BaseException, files: Mapping[str, tuple[bytes, int]],
+                    log_lines: Sequence[str]) -> dict:
     """{notebook, cell, reason, stage} for a failed submission, as precisely as the evidence tells."""
     notebook, stage, error = "-", None, exc
     observed = getattr(converter, "failure", None)
@@ -59,7 +63,7 @@ def explain_failure(converter, exc, files, log_lines) -> dict:
             "stage": " ".join(x for x in (stage, where and f"in {where}") if x) or None}
 
 
-def reason_of(exc) -> str:
+def reason_of(exc: Optional[BaseException]) -> str:
     """The exception and its cause, one line each at most."""
     parts, seen = [], set()
     while exc is not None and id(exc) not in seen and len(parts) < 2:
@@ -79,7 +83,7 @@ def _reason_from_log(lines):
     return None
 
 
-def locate(exc):
+def locate(exc: Optional[BaseException]) -> tuple[Optional[str], Optional[tuple[Optional[int], Optional[str]]]]:
     """(step name, (cell index, grade_id)) from the exception chain of `exc`, when it says."""
     seen = set()
     while exc is not None and id(exc) not in seen:
@@ -112,14 +116,14 @@ def _cell_from_notebook(data):
     return None
 
 
-def failure_result(student, reason, notebook="-", cell=None) -> dict:
+def failure_result(student: str, reason: str, notebook: str = "-", cell: Optional[tuple] = None) -> dict:
     """A worker result for a submission that produced nothing (read error, dead or late worker)."""
     return {"student": student, "ok": False, "files": {}, "notebooks": [], "grades": {}, "seconds": None,
             "failure": {"notebook": notebook, "cell": cell, "reason": reason, "stage": None}, "log": "",
             "pid": None, "host": socket.gethostname(), "runners": None}
 
 
-def exit_text(code) -> str:
+def exit_text(code: Optional[int]) -> str:
     """How a process ended, in words."""
     if code is None:
         return "still running"

@@ -7,12 +7,18 @@ notebook), checks every auto score against the worker's, and only then
 publishes ``autograded/<student>/<assignment>/`` by a rename from staging.
 So a student is in ``autograded/`` only once their grades are committed.
 """
+from __future__ import annotations
+
 import os
 import shutil
 import uuid
+from typing import TYPE_CHECKING
 
 from .bundle import write_tree
 from .coursedir import step_dir
+
+if TYPE_CHECKING:
+    from nbgrader.apps.autogradeapp import AutogradeApp
 
 STAGING = ".sdpa-staging"
 
@@ -24,7 +30,7 @@ class ImportMismatch(Exception):
 class Importer:
     """Writes results into the course: the gradebook (single writer) and autograded/."""
 
-    def __init__(self, app, assignment):
+    def __init__(self, app: AutogradeApp, assignment: str) -> None:
         from nbgrader.converters import Autograde
         from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
 
@@ -35,10 +41,10 @@ class Importer:
         self.save_grades = SaveAutoGrades(parent=app)
         self.late_penalties = AssignLatePenalties(parent=app)
 
-    def clean_staging(self):
+    def clean_staging(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
 
-    def save(self, result):
+    def save(self, result: dict) -> tuple[float, float]:
         """Import one successful result; returns (score, max_score)."""
         import warnings
 

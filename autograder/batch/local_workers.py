@@ -5,15 +5,21 @@ Each worker's temporary files (course copy, runner sandboxes) live in one
 ends, even when it had to kill it; those of a run that was itself killed
 are removed by the next run (`remove_stale_worker_dirs`).
 """
+from __future__ import annotations
+
 import os
 import shutil
 import signal
 import tempfile
 import time
+from typing import TYPE_CHECKING, Union
 
 from .coursedir import CourseError
 from .failures import reason_of
 from .worker import Grader, die_with_parent
+
+if TYPE_CHECKING:
+    from multiprocessing.context import ForkContext, SpawnContext
 
 
 def _fork_main(conn, bundle, prewarm, parent_pid, tmp):
@@ -49,7 +55,7 @@ def _fork_main(conn, bundle, prewarm, parent_pid, tmp):
 WORKER_TMP_PREFIX = "sdpa-worker-"  # + the pid of the sdpa-course process that owns it + "-"
 
 
-def remove_stale_worker_dirs():
+def remove_stale_worker_dirs() -> None:
     """Remove the worker dirs of `sdpa-course` runs that were killed (their process is gone).
 
     Only our own dirs (same owner), and only when the owning pid is dead; a
@@ -78,7 +84,7 @@ def remove_stale_worker_dirs():
 class LocalWorker:
     """One forked grading process and the task it holds."""
 
-    def __init__(self, ctx, bundle, prewarm):
+    def __init__(self, ctx: Union[ForkContext, SpawnContext], bundle: dict, prewarm: bool) -> None:
         self.conn, child = ctx.Pipe()
         self.tmp = tempfile.mkdtemp(prefix=f"{WORKER_TMP_PREFIX}{os.getpid()}-")
         self.proc = ctx.Process(target=_fork_main, args=(child, bundle, prewarm, os.getpid(), self.tmp),
@@ -87,11 +93,11 @@ class LocalWorker:
         child.close()
         self.task, self.since, self.retired = None, None, False
 
-    def assign(self, task):
+    def assign(self, task: dict) -> None:
         self.task, self.since = task, time.monotonic()
         self.conn.send(task)
 
-    def retire(self):
+    def retire(self) -> None:
         """No more work: let it exit now (and kill its spare runner), without waiting."""
         if not self.retired:
             self.retired = True
@@ -100,12 +106,12 @@ class LocalWorker:
             except (OSError, ValueError):
                 pass
 
-    def stop(self, wait=5.0):
+    def stop(self, wait: float = 5.0) -> None:
         self.retire()
         self.proc.join(wait)
         self.kill()
 
-    def kill(self):
+    def kill(self) -> None:
         if self.proc.is_alive():
             self.proc.kill()
         self.proc.join(5)

@@ -23,6 +23,8 @@ only *where* it runs differs.
 How fast, and where a submission's time goes: ``make bench`` and
 ``python tools/bench.py --profile``; the figures are in the README.
 """
+from __future__ import annotations
+
 import collections
 import multiprocessing
 import os
@@ -31,7 +33,9 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Optional, TextIO, Union
 
 from .bundle import make_bundle, read_tree
 from .coursedir import ASSIGNMENT, CourseError, check_course, find_submissions, load_app, needs_grading, step_dir
@@ -96,8 +100,10 @@ class _Lock:
 class Autograder:
     """One ``sdpa-course autograde`` run; see the module docstring."""
 
-    def __init__(self, course, assignment=ASSIGNMENT, *, workers=None, students=None, force=False, dask=None,
-                 timeout=DEFAULT_TIMEOUT, prewarm=True, nbgrader_args=(), out=None, verbose=False):
+    def __init__(self, course: Union[str, os.PathLike], assignment: str = ASSIGNMENT, *, workers: Optional[int] = None,
+                 students: Optional[Iterable[str]] = None, force: bool = False, dask: Optional[str] = None,
+                 timeout: float = DEFAULT_TIMEOUT, prewarm: bool = True, nbgrader_args: Sequence[str] = (),
+                 out: Optional[TextIO] = None, verbose: bool = False) -> None:
         self.course = os.path.abspath(course)
         self.assignment = assignment
         self.workers = workers or os.cpu_count() or 1
@@ -111,10 +117,10 @@ class Autograder:
         if not os.path.isdir(self.course):
             raise CourseError(f"course directory {self.course} does not exist — pass --course DIR")
 
-    def say(self, text):
+    def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def plan(self):
+    def plan(self) -> tuple[list[str], list[str]]:
         """(tasks to grade, students skipped), after checking the course."""
         self.app = load_app(self.course, self.nbgrader_args)
         coursedir = self.app.coursedir
@@ -145,7 +151,7 @@ class Autograder:
             raise ValueError(f"submission is {size / 2**20:.0f} MiB (limit {MAX_SUBMISSION_BYTES // 2**20} MiB)")
         return {"student": student, "files": files}
 
-    def run(self):
+    def run(self) -> Summary:
         started = time.perf_counter()
         summary = Summary()
         if self.dask:
@@ -328,7 +334,7 @@ def _indent(text):
     return "\n".join("    " + line for line in text.splitlines())
 
 
-def autograde(course, assignment=ASSIGNMENT, **kwargs):
+def autograde(course: Union[str, os.PathLike], assignment: str = ASSIGNMENT, **kwargs: Any) -> Summary:
     """Grade a course's submissions (see `Autograder`); returns a `Summary`."""
     return Autograder(course, assignment, **kwargs).run()
 

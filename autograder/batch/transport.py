@@ -6,6 +6,8 @@ worker (``worker.py``) that reads the course bundle, then tasks, and writes
 results.  Messages use the sandbox's length-prefixed framing (``wire.frame``)
 with one pickled blob: both ends are our own trusted processes.
 """
+from __future__ import annotations
+
 import argparse
 import os
 import pickle
@@ -16,6 +18,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import IO, Any, Optional
 
 from ..sandbox.guest import wire
 from .coursedir import CourseError
@@ -26,19 +29,19 @@ from .worker import Grader, die_with_parent
 MAX_FRAME_BYTES = 1 << 30
 
 
-def send_frame(stream, obj):
+def send_frame(stream: IO[bytes], obj: Any) -> None:
     """Write one pickled object as a framed message."""
     stream.write(wire.frame({"kind": "pickle"}, [pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)]))
     stream.flush()
 
 
-def recv_frame(stream):
+def recv_frame(stream: IO[bytes]) -> Any:
     """Read one framed, pickled object (EOFError when the other side closed)."""
     _, blobs = wire.receive(stream, wire.MAX_HEADER_BYTES, MAX_FRAME_BYTES)
     return pickle.loads(blobs[0])  # noqa: S301 - from our own grading process
 
 
-def serve_stdio():
+def serve_stdio() -> None:
     """``python -m autograder.batch.transport --serve``: a grading process fed through stdin/stdout."""
     proto_in = os.fdopen(os.dup(0), "rb")
     proto_out = os.fdopen(os.dup(1), "wb")
@@ -72,7 +75,7 @@ def serve_stdio():
 class ProcessGrader:
     """A ``--serve`` grading process, used from dask workers (daemonic: no multiprocessing there)."""
 
-    def __init__(self, bundle):
+    def __init__(self, bundle: dict) -> None:
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])  # the directory holding `autograder`
         env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -101,7 +104,7 @@ class ProcessGrader:
         except queue.Empty:
             return ("timeout", None)
 
-    def grade(self, task, timeout):
+    def grade(self, task: dict, timeout: float) -> Optional[dict]:
         try:
             send_frame(self.proc.stdin, task)
         except OSError:
@@ -116,10 +119,10 @@ class ProcessGrader:
         self.kill()
         return failure_result(task["student"], f"grading process died ({exit_text(self.proc.wait())})")
 
-    def alive(self):
+    def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def kill(self):
+    def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()

@@ -8,6 +8,8 @@ The worker hands each notebook a runner source (a zygote fork server, or a
 pre-started runner where bubblewrap has no pid namespace) through nbgrader's
 per-notebook resources.
 """
+from __future__ import annotations
+
 import ctypes
 import gc
 import glob
@@ -28,7 +30,7 @@ from .coursedir import load_app, step_dir
 from .failures import explain_failure
 
 
-def autograde_class():
+def autograde_class() -> type:
     from nbgrader.converters import Autograde
 
     class ObservedAutograde(Autograde):
@@ -38,7 +40,7 @@ def autograde_class():
         failure = None
         runner_source = None
 
-        def init_single_notebook_resources(self, notebook_filename):
+        def init_single_notebook_resources(self, notebook_filename: str) -> dict:
             resources = super().init_single_notebook_resources(notebook_filename)
             resources[RUNNER_SOURCE] = Shared(self.runner_source)
             return resources
@@ -47,14 +49,14 @@ def autograde_class():
             if self.failure is None:
                 self.failure = (notebook, sys.exc_info()[1], self._sanitizing)
 
-        def init_assignment(self, assignment_id, student_id):
+        def init_assignment(self, assignment_id: str, student_id: str) -> None:
             try:
                 return super().init_assignment(assignment_id, student_id)
             except Exception:
                 self._remember(None)
                 raise
 
-        def convert_single_notebook(self, notebook_filename):
+        def convert_single_notebook(self, notebook_filename: str) -> None:
             try:
                 return super().convert_single_notebook(notebook_filename)
             except Exception:
@@ -83,7 +85,7 @@ class _LogCapture(logging.Handler):
 class Grader:
     """Grades submissions one at a time with the stock converter, in a private course directory."""
 
-    def __init__(self, bundle, prewarm=True):
+    def __init__(self, bundle: dict, prewarm: bool = True) -> None:
         self.assignment = bundle["assignment"]
         self.root = tempfile.mkdtemp(prefix="sdpa-grader-")
         write_tree(self.root, bundle["files"])
@@ -123,7 +125,7 @@ class Grader:
         self.pool = source(settings.limits(), settings.require_isolation, start_timeout=Budget().start_timeout)
         self.pool.warm()
 
-    def close(self):
+    def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
             self.pool = None
@@ -131,7 +133,7 @@ class Grader:
         logging.captureWarnings(False)
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def grade(self, task):
+    def grade(self, task: dict) -> dict:
         """Grade one submission; never raises.  `task`: {"student", "files"}."""
         started = time.perf_counter()
         student = task["student"]
@@ -202,7 +204,7 @@ class Grader:
 
 
 
-def warm_parent():
+def warm_parent() -> None:
     """Import what every worker needs before forking them, so each does not pay for it."""
     import nbformat
     import pytest  # noqa: F401
@@ -224,7 +226,7 @@ def warm_parent():
 
 
 
-def die_with_parent():
+def die_with_parent() -> None:
     """Linux: SIGKILL this process when its parent dies (its runners follow: bwrap --die-with-parent)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)

@@ -4,30 +4,37 @@ Shared by the demo, the end-to-end tests and the benchmark, so all three
 exercise exactly what an instructor runs: `nbgrader generate_assignment`,
 `autograde`, `generate_feedback` and `export`, with the gradebook in sqlite.
 """
+from __future__ import annotations
+
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Union
 
 import nbformat
 
 from ..grading import record
 from . import submissions
 
+if TYPE_CHECKING:
+    from .submissions import Sample
+
 ROOT = Path(__file__).resolve().parents[2]  # the repository: the course's files
 ASSIGNMENT = "sdpa"
 COPIED = ("nbgrader_config.py", "autograder", "solutions", "source", "tools", "assignments")
 
 
-def nbgrader_env():
+def nbgrader_env() -> dict[str, str]:
     env = dict(os.environ)
     # nbgrader shells out to `alembic`; make sure the interpreter's bin dir is on PATH.
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     return env
 
 
-def make_course(target):
+def make_course(target: Union[str, os.PathLike]) -> Path:
     """Copy the course files (no runtime state) into `target`."""
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
@@ -41,7 +48,8 @@ def make_course(target):
     return target
 
 
-def nbgrader(course, *args, check=True, timeout=3600):
+def nbgrader(course: Union[str, os.PathLike], *args: str, check: bool = True,
+             timeout: float = 3600) -> subprocess.CompletedProcess:
     """Run one nbgrader command in `course`; returns the CompletedProcess."""
     cmd = [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"]
     proc = subprocess.run(cmd, cwd=course, env=nbgrader_env(), capture_output=True, text=True, timeout=timeout)
@@ -50,11 +58,11 @@ def nbgrader(course, *args, check=True, timeout=3600):
     return proc
 
 
-def release_notebook(course):
+def release_notebook(course: Union[str, os.PathLike]) -> nbformat.NotebookNode:
     return nbformat.read(str(Path(course) / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), as_version=4)
 
 
-def submit(course, student, nb):
+def submit(course: Union[str, os.PathLike], student: str, nb: nbformat.NotebookNode) -> Path:
     """Place a notebook where `nbgrader collect` would put it."""
     path = Path(course) / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +70,7 @@ def submit(course, student, nb):
     return path
 
 
-def grades(course):
+def grades(course: Union[str, os.PathLike]) -> dict[str, dict[str, tuple[Optional[float], float]]]:
     """{student: {grade_id: (auto_score, max_score)}} from the sqlite gradebook."""
     from nbgrader.api import Gradebook
 
@@ -78,16 +86,18 @@ def grades(course):
     return out
 
 
-def feedback_html(course, student):
+def feedback_html(course: Union[str, os.PathLike], student: str) -> Path:
     return Path(course) / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
 
 
-def grading_report(course, student):
+def grading_report(course: Union[str, os.PathLike], student: str) -> dict:
     """The trusted scorer's JSON report of one student's notebook."""
     return record.load(Path(course) / "autograded" / student / ASSIGNMENT / record.filename(ASSIGNMENT))
 
 
-def grade_samples(course, catalogue, *autograde_args):
+def grade_samples(course: Union[str, os.PathLike], catalogue: Iterable[Sample],
+                  *autograde_args: str) -> tuple[dict[str, dict[str, tuple[Optional[float], float]]], float,
+                                                 subprocess.CompletedProcess]:
     """Release, submit every sample, autograde, give feedback, export: like an instructor.
 
     Returns (grades, autograde seconds, the autograde CompletedProcess).

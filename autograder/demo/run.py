@@ -5,9 +5,14 @@ release, a few sample submissions (correct, empty and typical bugs), stock
 ``nbgrader autograde`` and ``generate_feedback`` with our configuration,
 then ``sdpa-course report``.
 """
+from __future__ import annotations
+
+import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
+from typing import Optional, Union
 
 from .. import report
 from ..batch.coursedir import CourseError
@@ -19,15 +24,15 @@ DEMO_SAMPLES = ("correct-reference", "empty-release", "bug-mask-inverted", "bug-
                 "bug-softmax-unstable", "bug-causal-off-by-one")
 
 
-def run_demo(directory=None):
+def run_demo(directory: Optional[Union[str, os.PathLike]] = None) -> int:
     """Build the demo course, grade the demo submissions, write feedback and the report; returns 0."""
     root = Path(directory or Path(coursekit.ROOT) / ".artifacts" / "demo").resolve()
     started = time.perf_counter()
 
-    def step(text):
+    def step(text: str) -> None:
         print(f"[{time.perf_counter() - started:5.1f}s] {text}", flush=True)
 
-    def nbgrader(*cmd):
+    def nbgrader(*cmd: str) -> subprocess.CompletedProcess:
         proc = coursekit.nbgrader(root, *cmd, check=False)
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]

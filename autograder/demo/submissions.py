@@ -17,6 +17,7 @@ Attacks, bugs and fairness samples may also list `codes`, which feedback must na
 import copy
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -315,7 +316,8 @@ def softmax(x, dim=-1):
 ]
 EMPTY = [Sample("empty-release", "empty", "zero")]
 
-def verdict(sample, cells, shown_codes):
+def verdict(sample: Sample, cells: dict[str, tuple[Optional[float], float]],
+            shown_codes: Iterable[str]) -> tuple[bool, str]:
     """Whether grading met `sample.expect`; returns (ok, why) for tests and reports.
 
     cells: {grade_id: (auto_score, max_score)} of the autograded code cells;
@@ -347,7 +349,7 @@ def verdict(sample, cells, shown_codes):
     return True, ""
 
 
-def solved_release(release_nb):
+def solved_release(release_nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The released notebook with every answer cell filled from the reference."""
     solution = nbformat.read(str(SOLUTION_NOTEBOOK), as_version=4)
     answers = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in solution.cells}
@@ -359,7 +361,7 @@ def solved_release(release_nb):
     return nb
 
 
-def build(sample, release_nb):
+def build(sample: Sample, release_nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The submitted notebook of `sample` (a NotebookNode)."""
     if sample.kind == "empty":
         return copy.deepcopy(release_nb)

@@ -6,10 +6,18 @@ failure raises `CheckFailed` carrying a Chinese message, the misconception
 codes that the evidence supports, and a minimal failing example; the scoring
 plugin turns that into feedback.  Nothing here runs student code.
 """
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
 import torch
 
 from ..sandbox.guest.wire import STRIDED, TensorSpec
 from . import cases, mutants, tolerances
+
+if TYPE_CHECKING:
+    from ..sandbox.session import CallResult
 
 SOFTMAX_APIS = ("softmax", "log_softmax", "softmin", "Softmax")
 SDPA_APIS = ("scaled_dot_product", "multi_head_attention", "MultiheadAttention", "_fused_sdp")
@@ -22,14 +30,14 @@ TOLERANCE_KEY = "tolerance"
 class CheckFailed(AssertionError):
     """A check failed for a reason we can explain to the student."""
 
-    def __init__(self, message, codes=(), example=None):
+    def __init__(self, message: str, codes: Iterable[str] = (), example: Optional[dict] = None) -> None:
         super().__init__(message)
         self.message = message
         self.codes = list(dict.fromkeys(codes))
         self.example = example or {}
 
 
-def forbidden_codes(names):
+def forbidden_codes(names: Iterable[str]) -> list[str]:
     codes = []
     for name in names:
         if any(api in name for api in SDPA_APIS):
@@ -39,7 +47,7 @@ def forbidden_codes(names):
     return codes
 
 
-def require_ok(result, what):
+def require_ok(result: CallResult, what: str) -> Any:
     """Fail unless the call returned normally without forbidden APIs."""
     if result.forbidden:
         names = ", ".join(dict.fromkeys(result.forbidden))
@@ -95,7 +103,8 @@ def _variant_outputs(function, args, kwargs, select=None):
                 yield code, produced.to(torch.float64)
 
 
-def diagnose(function, args, kwargs, actual, expected, tol, select=None):
+def diagnose(function: str, args: Sequence, kwargs: dict, actual: torch.Tensor, expected: torch.Tensor,
+             tol: tolerances.Tolerance, select: Optional[int] = None) -> list[str]:
     """Codes whose buggy variant reproduces `actual` but not `expected`."""
     found = []
     actual = actual.to(torch.float64)
@@ -111,8 +120,10 @@ def diagnose(function, args, kwargs, actual, expected, tol, select=None):
     return found
 
 
-def expect_tensor(result, expected, *, function, args, kwargs=None, tol=None, what, select=None,
-                  dtype=None, device="cpu", diagnose_with=None, diagnose_values=True):
+def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, args: Sequence,
+                  kwargs: Optional[dict] = None, tol: Optional[tolerances.Tolerance] = None, what: str,
+                  select: Optional[int] = None, dtype: Optional[torch.dtype] = None, device: str = "cpu",
+                  diagnose_with: Optional[tuple[Sequence, dict]] = None, diagnose_values: bool = True) -> TensorSpec:
     """Check one returned tensor against the float64 `expected` value.
 
     `args`/`kwargs` are the float64 inputs (for diagnosis and the example);
@@ -161,7 +172,8 @@ def expect_tensor(result, expected, *, function, args, kwargs=None, tol=None, wh
     raise CheckFailed(message, codes, example)
 
 
-def expect_explained(result, expected, *, function, args, kwargs=None, what, select=None):
+def expect_explained(result: CallResult, expected: torch.Tensor, *, function: str, args: Sequence,
+                     kwargs: Optional[dict] = None, what: str, select: Optional[int] = None) -> TensorSpec:
     """Evidence for the device and dtype checks: a real tensor, right or wrong in a known way.
 
     Those checks certify how a function treats devices and dtypes, not its
@@ -221,7 +233,7 @@ def _shape_codes(function, diag_args, value, select):
     return codes
 
 
-def expect_unchanged_inputs(result, args, what):
+def expect_unchanged_inputs(result: CallResult, args: Sequence, what: str) -> None:
     """Inputs must come back bit-for-bit unchanged (no in-place edits); their values must arrive."""
     after_all = result.args_after if isinstance(result.args_after, list) else []
     for position, before in enumerate(args):
@@ -239,7 +251,7 @@ def expect_unchanged_inputs(result, args, what):
             raise CheckFailed(f"{what}：第 {position + 1} 个输入在函数运行后被修改了。", ["inplace-mutation"])
 
 
-def expect_raises(result, exception_name, what, *, control):
+def expect_raises(result: CallResult, exception_name: str, what: str, *, control: tuple) -> None:
     """The call must raise `exception_name` or a subclass of it (clear errors for bad shapes).
 
     `control` is (CallResult, expected, function, args): the same function on
@@ -268,7 +280,8 @@ def expect_raises(result, exception_name, what, *, control):
 HAND_TOLERANCE = 6e-3
 
 
-def expect_number(value, expected, *, what, tol=HAND_TOLERANCE, codes_by_value=()):
+def expect_number(value: Any, expected: Any, *, what: str, tol: float = HAND_TOLERANCE,
+                  codes_by_value: Iterable[tuple[str, Any]] = ()) -> None:
     """A hand-calculated number (or list of numbers) from the student's variables."""
     got = _as_floats(value)
     want = _as_floats(expected)

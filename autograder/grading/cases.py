@@ -4,24 +4,33 @@ References come from PyTorch itself (F.scaled_dot_product_attention,
 torch.softmax) in float64, so the checks never trust our own solution code
 for the expected values.
 """
+from __future__ import annotations
+
 import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 import torch.nn.functional as F
 
+if TYPE_CHECKING:
+    from .tolerances import Tolerance
+
 F64 = torch.float64
 
 
-def randn(rng, *shape, dtype=F64):
+def randn(rng: torch.Generator, *shape: int, dtype: torch.dtype = F64) -> torch.Tensor:
     return torch.randn(*shape, generator=rng, dtype=F64).to(dtype)
 
 
-def qkv(rng, batch=(2, 3), L=5, S=7, d_k=8, d_v=4):
+def qkv(rng: torch.Generator, batch: tuple[int, ...] = (2, 3), L: int = 5, S: int = 7, d_k: int = 8,
+        d_v: int = 4) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Random cross-attention inputs: L != S and d_k != d_v by default."""
     return randn(rng, *batch, L, d_k), randn(rng, *batch, S, d_k), randn(rng, *batch, S, d_v)
 
 
-def random_bool_mask(rng, shape, p_keep=0.6, full_row=None):
+def random_bool_mask(rng: torch.Generator, shape: Sequence[int], p_keep: float = 0.6,
+                     full_row: Optional[int] = None) -> torch.Tensor:
     """Bool mask (True = attend); `full_row` indexes a query row masked out entirely."""
     mask = torch.rand(*shape, generator=rng) < p_keep
     mask[..., 0] |= True  # most rows keep a key...
@@ -30,7 +39,8 @@ def random_bool_mask(rng, shape, p_keep=0.6, full_row=None):
     return mask
 
 
-def sdpa(q, k, v, mask=None):
+def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+         mask: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Reference output and weights, both from F.scaled_dot_product_attention."""
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     eye = torch.eye(k.shape[-2], dtype=q.dtype).expand(*k.shape[:-1], k.shape[-2])
@@ -38,26 +48,27 @@ def sdpa(q, k, v, mask=None):
     return out, weights
 
 
-def bool_masked(scores, mask):
+def bool_masked(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Scores with the positions a boolean mask forbids (False) set to -inf, by torch.masked_fill."""
     return scores.masked_fill(~mask, float("-inf"))
 
 
-def softmax(x, dim=-1):
+def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """torch.softmax with all -inf slices mapped to zeros (torch >= 2.5 SDPA)."""
     out = torch.softmax(x, dim=dim)
     return torch.nan_to_num(out, nan=0.0)
 
 
-def scores(q, k):
+def scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return q @ k.transpose(-2, -1)
 
 
-def scaled(scores_, d_k):
+def scaled(scores_: torch.Tensor, d_k: float) -> torch.Tensor:
     return scores_ / math.sqrt(d_k)
 
 
-def tolerance(reference, args, dtype, select=None, **kwargs):
+def tolerance(reference: Callable, args: Sequence, dtype: torch.dtype, select: Optional[int] = None,
+              **kwargs: Any) -> Tolerance:
     """Tolerance for results in `dtype`, from the reference's own rounding error.
 
     The reference runs in float64 and in a lower precision (the dtype itself,
@@ -77,7 +88,7 @@ def tolerance(reference, args, dtype, select=None, **kwargs):
     return tol
 
 
-def cast(args, dtype):
+def cast(args: Sequence, dtype: torch.dtype) -> list:
     return [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
 
 
@@ -97,7 +108,7 @@ REFERENCES = {
 }
 
 
-def default_tolerance(function, args, kwargs, select=None):
+def default_tolerance(function: str, args: Sequence, kwargs: dict, select: Optional[int] = None) -> Optional[Tolerance]:
     """Tolerance for a float64 comparison of `function` on `args`, or None."""
     reference = REFERENCES.get(function)
     if reference is None or not any(isinstance(a, torch.Tensor) and a.is_floating_point() for a in args):

@@ -10,8 +10,16 @@ Two consequences, both decided here and never by the student's process:
   it is listed in the feedback and in ``sdpa-course report``, and costs no
   points by itself.
 """
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
 from . import static_scan
 from .hidden_checks import CheckResult
+
+if TYPE_CHECKING:
+    from .hidden_checks import PartResult
 
 # The student functions each part's hidden checks call.
 PART_FUNCTIONS = {
@@ -25,12 +33,13 @@ PART_FUNCTIONS = {
 GRADED_FUNCTIONS = sorted({f for functions in PART_FUNCTIONS.values() for f in functions})
 
 
-def review(sources):
+def review(sources: Iterable[str]) -> static_scan.ScanResult:
     """Scan the student's code cells (answers and added cells, in notebook order)."""
     return static_scan.scan(list(sources), GRADED_FUNCTIONS)
 
 
-def charge_forbidden(results, scan, cell_numbers):
+def charge_forbidden(results: dict[str, PartResult], scan: static_scan.ScanResult,
+                     cell_numbers: Sequence[int]) -> None:
     """Fail every check of a part whose functions statically reach a forbidden API.
 
     `cell_numbers` maps the scan's cell indices to notebook cell indices (for
@@ -61,7 +70,7 @@ def _where(finding, cell_numbers):
     return f"第 {cell + 1} 个单元格第 {finding.line} 行 {finding.detail}{inside}"
 
 
-def review_notes(scan, cell_numbers):
+def review_notes(scan: static_scan.ScanResult, cell_numbers: Sequence[int]) -> list[dict]:
     """The review findings as JSON-able dicts for grading.json, feedback and the class report."""
     return [{"cell": cell_numbers[f.cell] if f.cell < len(cell_numbers) else f.cell, "line": f.line,
              "category": f.code, "detail": f.detail} for f in scan.review]

@@ -5,10 +5,17 @@ misconception explanation and a small example.  Never the hidden check code
 or the reference.  Every string is escaped, since messages may quote what a
 student's code raised or returned.
 """
+from __future__ import annotations
+
 import html
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .assertions import TOLERANCE_KEY
 from .misconceptions import CATALOGUE
+
+if TYPE_CHECKING:
+    from .hidden_checks import PartResult
 
 STYLE = ("<style>.sdpa-fb{font-family:system-ui,sans-serif;font-size:14px;line-height:1.45}"
          ".sdpa-fb .sum{font-weight:600;margin:4px 0 6px}.sdpa-fb table{border-collapse:collapse}"
@@ -23,7 +30,7 @@ def _fmt(points):
     return f"{points:g}"
 
 
-def summary_line(label, part_result, cell_points, earned):
+def summary_line(label: str, part_result: PartResult, cell_points: float, earned: float) -> str:
     failed = [c for c in part_result.checks if not c.passed]
     state = "全部通过" if not failed else f"{len(failed)} 项未通过"
     return f"{label}：{_fmt(earned)} / {_fmt(cell_points)} 分（{len(part_result.checks)} 项隐藏检查，{state}）"
@@ -45,7 +52,8 @@ def _codes_once(part_result):
     return out
 
 
-def render_html(label, part_result, cell_points, earned, events=()):
+def render_html(label: str, part_result: PartResult, cell_points: float, earned: float,
+                events: Iterable[dict] = ()) -> str:
     esc = html.escape
     rows = []
     codes = _codes_once(part_result)
@@ -74,7 +82,8 @@ def render_html(label, part_result, cell_points, earned, events=()):
             f"</div>{notes}<table>{''.join(rows)}</table></div>")
 
 
-def render_text(label, part_result, cell_points, earned, events=()):
+def render_text(label: str, part_result: PartResult, cell_points: float, earned: float,
+                events: Iterable[dict] = ()) -> str:
     lines = [summary_line(label, part_result, cell_points, earned)]
     lines += [f"  ! {_event_text(e)}" for e in events]
     codes = _codes_once(part_result)

@@ -6,16 +6,26 @@ in-process with a small plugin that hands the tests a `student` session and a
 per-student seeded generator, and collects a `CheckResult` per test.  This
 process never executes student code: the session does that in the sandbox.
 """
+from __future__ import annotations
+
 import hashlib
 import logging
 import os
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import pytest
 
 from .assertions import CheckFailed
 from .composition import ExplainedElsewhere
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..sandbox.session import StudentSession
+    from .local_student import LocalStudent
 
 CHECKS_DIR = Path(__file__).with_name("checks")
 log = logging.getLogger(__name__)
@@ -44,51 +54,53 @@ class PartResult:
     checks: list = field(default_factory=list)
 
     @property
-    def points(self):
+    def points(self) -> float:
         return round(sum(c.points for c in self.checks), 4)
 
     @property
-    def max_points(self):
+    def max_points(self) -> float:
         return round(sum(c.max_points for c in self.checks), 4)
 
     @property
-    def codes(self):
+    def codes(self) -> list[str]:
         return list(dict.fromkeys(code for c in self.checks for code in c.codes))
 
 
-def seed_for(*key):
+def seed_for(*key: object) -> int:
     """Stable 63-bit seed: same student and assignment, same tensors."""
     digest = hashlib.sha256(":".join(str(k) for k in key).encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 
 class _Plugin:
-    def __init__(self, student, parts, seed_key, context):
+    def __init__(self, student: Union[StudentSession, LocalStudent], parts: Sequence[str], seed_key: Sequence[object],
+                 context: dict) -> None:
         self._student, self._parts, self._seed_key, self._context = student, set(parts), seed_key, context
         self.results = {}
 
     @pytest.fixture
-    def student(self):
+    def student(self) -> Union[StudentSession, LocalStudent]:
         return self._student
 
     @pytest.fixture
-    def grading(self):
+    def grading(self) -> dict:
         """Facts about this grading run (devices present, seed key)."""
         return self._context
 
     @pytest.fixture
-    def rng(self, request):
+    def rng(self, request: pytest.FixtureRequest) -> torch.Generator:
         import torch
 
         return torch.Generator().manual_seed(seed_for(*self._seed_key, request.node.nodeid.split("::")[-1]))
 
-    def pytest_collection_modifyitems(self, session, config, items):
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
         keep = [item for item in items if _part_of(item) in self._parts]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item, call):
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, None]:
         outcome = yield
         report = outcome.get_result()
         if report.skipped:
@@ -122,7 +134,8 @@ def _part_of(item):
     return marker.args[0] if marker else getattr(item.module, "PART", None)
 
 
-def run_checks(student, parts, *, seed_key, context=None):
+def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str], *, seed_key: Sequence[object],
+               context: Optional[dict] = None) -> dict[str, PartResult]:
     """Grade `parts` against a live session; returns {part: PartResult}."""
     plugin = _Plugin(student, parts, seed_key, context or {})
     args = [str(CHECKS_DIR), "-c", os.devnull, "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:warnings",

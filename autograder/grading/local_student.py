@@ -8,6 +8,11 @@ Results still go through the wire encoding, so checks see exactly the data
 shapes they see in real grading.  `device_map` lets a CPU-only machine walk
 the CUDA code path (e.g. {"cuda": "cpu"}).
 """
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Optional
+
 import torch
 
 from ..nbgrader.cells import grade_id, is_answer_cell
@@ -16,7 +21,7 @@ from ..sandbox.session import CallResult
 
 
 class LocalStudent:
-    def __init__(self, namespace, device_map=None):
+    def __init__(self, namespace: Mapping[str, Any], device_map: Optional[dict[str, str]] = None) -> None:
         self.namespace = dict(namespace)
         self.device_map = device_map or {}
         self.calls = []
@@ -29,7 +34,8 @@ class LocalStudent:
             return value.clone().to(target)
         return value
 
-    def call(self, fn, *args, on_device="cpu", return_args=False, **kwargs):
+    def call(self, fn: str, *args: Any, on_device: str = "cpu", return_args: bool = False,
+             **kwargs: Any) -> CallResult:
         self.calls.append((fn, on_device))
         function = self.namespace.get(fn)
         if not callable(function):
@@ -49,7 +55,7 @@ class LocalStudent:
             decoded = _relabel(decoded, self.device_map, on_device)
         return CallResult("ok", value=decoded, args_after=[wire.decode(a, blobs) for a in after])
 
-    def get(self, name):
+    def get(self, name: str) -> Any:
         if name not in self.namespace:
             return None
         blobs = []
@@ -66,7 +72,7 @@ def _relabel(value, device_map, requested):
     return value
 
 
-def reference_namespace():
+def reference_namespace() -> dict[str, Any]:
     """Globals of the solution notebook's setup and answer cells (trusted code)."""
     import nbformat
 

@@ -6,7 +6,10 @@ grader runs the variants on the same inputs (in the trusted process, in
 float64) and names a code only if that variant reproduces the student's
 output while the correct answer does not.  No match, no code: we never guess.
 """
+from __future__ import annotations
+
 import math
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -104,7 +107,7 @@ def _sdpa_variants(q, k, v, mask=None):
     return variants
 
 
-def variants(function, args, kwargs):
+def variants(function: str, args: Sequence, kwargs: dict) -> dict[str, list[Callable]]:
     """{code: [callable producing the buggy output]} for one student function."""
     a = list(args) + [kwargs[name] for name in ("mask",) if name in kwargs]
     if function == "attention_scores":

@@ -8,12 +8,19 @@ trusted code only: grading never comes here (it strips the hidden lines and
 scores in `TrustedScoring`), and the forbidden-API tripwires of the sandboxed
 runner are not active in this mode.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .feedback import render_text
 from .hidden_checks import run_checks
 from .local_student import LocalStudent
 
+if TYPE_CHECKING:
+    from .hidden_checks import PartResult
 
-def preview(part, namespace):
+
+def preview(part: str, namespace: dict) -> PartResult:
     import torch
 
     results = run_checks(LocalStudent(namespace), [part], seed_key=("sdpa", "instructor-preview"),

@@ -5,8 +5,12 @@ their points, the misconception codes named, the sandbox's limit events,
 the code flagged for review and the grading seconds.  This module is the
 one place that writes its name and reads codes out of it.
 """
+from __future__ import annotations
+
 import json
+import os
 from pathlib import Path
+from typing import Optional, Union
 
 SUFFIX = ".grading.json"
 
@@ -20,7 +24,7 @@ def dumps(record: dict) -> bytes:
     return json.dumps(record, ensure_ascii=False, indent=1).encode()
 
 
-def load(path) -> dict:
+def load(path: Union[str, os.PathLike]) -> dict:
     """The record at `path`; {} when it is missing or unreadable."""
     try:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -29,7 +33,7 @@ def load(path) -> dict:
     return record if isinstance(record, dict) else {}
 
 
-def codes_named(record: dict, cells=None) -> list:
+def codes_named(record: dict, cells: Optional[list[dict]] = None) -> list[str]:
     """Misconception codes the feedback named, each once, in order; only in `cells` if given."""
     chosen = record.get("cells", []) if cells is None else cells
     return list(dict.fromkeys(code for cell in chosen for check in cell.get("checks", [])

@@ -21,7 +21,7 @@ Standard library and IPython only; torch is never imported here.
 import ast
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Optional, Union
 
 from IPython.core.inputtransformer2 import TransformerManager
 
@@ -176,7 +176,7 @@ def _parse(source):
 class _PythonMagics(ast.NodeTransformer):
     """Splices the Python bodies of `%time`/`%%time`-like magics in place, so they are read too."""
 
-    def visit_Expr(self, node):
+    def visit_Expr(self, node: ast.Expr) -> Union[ast.AST, list[ast.stmt]]:
         call = node.value
         if not (_is_ipython_call(call, "run_cell_magic", "run_line_magic") and call.args
                 and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)):
@@ -343,7 +343,7 @@ def _stored_into(nodes):
 class _Scanner:
     """Walks top-level statements in notebook order, recording findings and the name graph."""
 
-    def __init__(self, trees):
+    def __init__(self, trees: list[ast.Module]) -> None:
         self.cell = 0
         self.findings, self.seen = [], {}
         self.bindings = {}  # name -> [_Binding] in effect (replaced or unioned in notebook order)
@@ -418,7 +418,7 @@ class _Scanner:
             if imported or (isinstance(value, ast.Subscript) and self.qualname(value.value) == "sys.modules"):
                 self.module_vars |= names
 
-    def qualname(self, node):
+    def qualname(self, node: ast.AST) -> Optional[str]:
         """`os.kill` for `o.kill` after `import os as o`; None unless a plain dotted name."""
         parts = []
         while isinstance(node, ast.Attribute):
@@ -440,13 +440,13 @@ class _Scanner:
             return False
         return root.id in ("self", "cls") or (root.id in self.top_level and not self.module_like(root.id))
 
-    def module_like(self, name):
+    def module_like(self, name: str) -> bool:
         """Imported, taken from sys.modules, or not created by the student (the setup cell's torch, F)."""
         return name in self.imported or name in self.module_vars or name not in self.bound
 
     # -- top level: bindings -----------------------------------------------------
 
-    def statement(self, stmt, conditional):
+    def statement(self, stmt: ast.stmt, conditional: bool) -> None:
         """Record one top-level statement (compound ones: their bodies count as top level, conditionally)."""
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             return self._import(stmt, conditional)
@@ -531,7 +531,7 @@ class _Scanner:
         else:
             self.bindings[name] = [binding]
 
-    def reachable(self, name):
+    def reachable(self, name: str) -> list[Finding]:
         """Forbidden findings of `name`'s bindings and of every binding they reach by name."""
         found, seen, todo = {}, {name}, [name]
         while todo:

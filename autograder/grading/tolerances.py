@@ -5,7 +5,10 @@ float64 and once in the dtype under test; the low-precision reference's own
 error, times a fudge factor, is what a correct student implementation may
 differ by.  A floor of a few ulps of the dtype keeps exact cases sane.
 """
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 
@@ -19,16 +22,17 @@ class Tolerance:
     atol: float
     rtol: float
 
-    def describe(self):
+    def describe(self) -> str:
         return f"atol={self.atol:.1e}, rtol={self.rtol:.1e}"
 
 
-def floor_for(dtype):
+def floor_for(dtype: torch.dtype) -> Tolerance:
     eps = torch.finfo(dtype).eps
     return Tolerance(atol=ULPS * eps, rtol=ULPS * eps)
 
 
-def derive(reference64, reference_lowp=None, dtype=torch.float64, fudge=FUDGE):
+def derive(reference64: torch.Tensor, reference_lowp: Optional[torch.Tensor] = None,
+           dtype: torch.dtype = torch.float64, fudge: float = FUDGE) -> Tolerance:
     """Tolerance for comparing a student's `dtype` result with `reference64`.
 
     reference_lowp is the same reference computed in `dtype`; its deviation
@@ -50,14 +54,14 @@ def derive(reference64, reference_lowp=None, dtype=torch.float64, fudge=FUDGE):
     return Tolerance(atol=atol, rtol=min(rtol, 0.5))
 
 
-def rescale(tol, measured_dtype, target_dtype):
+def rescale(tol: Tolerance, measured_dtype: torch.dtype, target_dtype: torch.dtype) -> Tolerance:
     """Carry a tolerance measured in one precision over to a finer one."""
     ratio = torch.finfo(target_dtype).eps / torch.finfo(measured_dtype).eps
     floor = floor_for(target_dtype)
     return Tolerance(atol=max(floor.atol, tol.atol * ratio), rtol=max(floor.rtol, tol.rtol * ratio))
 
 
-def close(actual, expected, tol):
+def close(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> bool:
     """Elementwise closeness with -inf/inf matched exactly and NaN never equal."""
     actual = actual.to(torch.float64)
     expected = expected.to(torch.float64)
@@ -66,7 +70,7 @@ def close(actual, expected, tol):
     return bool(torch.isclose(actual, expected, atol=tol.atol, rtol=tol.rtol).all())
 
 
-def max_error(actual, expected):
+def max_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     diff = (actual.to(torch.float64) - expected.to(torch.float64)).abs()
     diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
     same_inf = torch.isinf(actual.to(torch.float64)) & (actual.to(torch.float64) == expected.to(torch.float64))

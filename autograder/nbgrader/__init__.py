@@ -13,20 +13,23 @@ data, so the stock commands -- and formgrader's Autograde button -- use:
 ``cells.py`` is the one home of nbgrader cell metadata; ``state.py`` is what
 the two grading steps share for one notebook.
 """
+from __future__ import annotations
+
 import importlib
+from typing import Any
 
 __all__ = ["RestoreNotebookStructure", "SandboxedExecute", "TrustedScoring", "configure", "pipelines"]
 _STEPS = {"RestoreNotebookStructure": "restore", "SandboxedExecute": "execute", "TrustedScoring": "trusted_scoring"}
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> type:
     """The steps load on first use, so `cells` can be imported without nbgrader and torch."""
     if name in _STEPS:
         return getattr(importlib.import_module(f".{_STEPS[name]}", __name__), name)
     raise AttributeError(name)
 
 
-def pipelines():
+def pipelines() -> dict[str, list[type]]:
     """{config trait: [preprocessor classes]}: our steps in nbgrader's default order."""
     from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (
@@ -59,7 +62,7 @@ def pipelines():
     }
 
 
-def configure(c):
+def configure(c: Any) -> None:
     """Install `pipelines` into an nbgrader config object `c`."""
     for trait, steps in pipelines().items():
         section, name = trait.split(".")

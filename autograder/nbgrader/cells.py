@@ -3,7 +3,13 @@
 Every other module asks here, so a change to the metadata schema or to how
 a test cell names its part is made once.
 """
+from __future__ import annotations
+
 import re
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 HIDDEN_RE = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
 PART_RE = re.compile(r"run_hidden_checks\(\s*['\"]([a-z_]+)['\"]\s*\)")
@@ -16,12 +22,12 @@ class CellError(Exception):
     index in the notebook and its grade_id.
     """
 
-    def __init__(self, index, grade_id, message, step=None):
+    def __init__(self, index: Optional[int], grade_id: Optional[str], message: str, step: Optional[str] = None) -> None:
         super().__init__(message)
         self.index, self.grade_id, self.step = index, grade_id, step
 
 
-def nbgrader_meta(cell) -> dict:
+def nbgrader_meta(cell: dict) -> dict:
     """The cell's nbgrader metadata ({} for a plain cell or malformed metadata)."""
     try:
         meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -30,28 +36,28 @@ def nbgrader_meta(cell) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-def grade_id(cell):
+def grade_id(cell: dict) -> Optional[str]:
     """The cell's grade_id, or None."""
     return nbgrader_meta(cell).get("grade_id")
 
 
-def is_answer_cell(cell) -> bool:
+def is_answer_cell(cell: dict) -> bool:
     return bool(nbgrader_meta(cell).get("solution"))
 
 
-def is_test_cell(cell) -> bool:
+def is_test_cell(cell: dict) -> bool:
     """An autograder test cell: graded, not an answer, code."""
     meta = nbgrader_meta(cell)
     return bool(meta.get("grade")) and not meta.get("solution") and cell.get("cell_type") == "code"
 
 
-def student_code_cells(nb) -> list:
+def student_code_cells(nb: NotebookNode) -> list[int]:
     """Indices of the code cells the student wrote: answer cells and cells they added."""
     return [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
             and (is_answer_cell(cell) or not grade_id(cell))]
 
 
-def part_of(cell):
+def part_of(cell: dict) -> Optional[str]:
     """The graded part a test cell scores (the argument of its ``run_hidden_checks``), or None."""
     match = PART_RE.search(cell.get("source", ""))
     return match.group(1) if match else None

@@ -4,6 +4,8 @@ No kernel starts in the course directory: the notebook's code cells run in
 a runner process under bubblewrap (``autograder/sandbox``), and the session
 stays open for `TrustedScoring`, which calls the student's functions in it.
 """
+from __future__ import annotations
+
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer
@@ -25,14 +27,14 @@ class SandboxedExecute(NbGraderPreprocessor):
     memory_mb = Integer(6144, help="Address-space limit of the runner, MiB.").tag(config=True)
     require_isolation = Bool(False, help="Refuse to grade where no sandbox is available.").tag(config=True)
 
-    def limits(self):
+    def limits(self) -> Limits:
         return Limits(memory_bytes=self.memory_mb * 2**20)
 
-    def budget(self):
+    def budget(self) -> Budget:
         return Budget(cell_timeout=self.cell_timeout, display_cell_timeout=self.display_cell_timeout,
                       call_timeout=self.call_timeout, total_seconds=self.total_seconds)
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         positions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
         sources = [without_hidden_tests(nb.cells[i].source) for i in positions]
         session = StudentSession(sources, display_cells=display_cells(nb, positions), budget=self.budget(),
@@ -55,7 +57,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         return nb, resources
 
 
-def display_cells(nb, positions):
+def display_cells(nb: nbformat.NotebookNode, positions: list[int]) -> list[int]:
     """Positions of provided code cells after the first answer: they only show output.
 
     The setup cells before the first answer (imports) keep the long timeout.

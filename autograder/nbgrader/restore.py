@@ -5,6 +5,8 @@ and the cells they added; everything else comes from the instructor's
 source, so deleted, renamed, blanked or re-typed test cells come back and
 edited points or metadata are discarded.
 """
+from __future__ import annotations
+
 import copy
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from .cells import CellError, grade_id, is_answer_cell
 class RestoreNotebookStructure(NbGraderPreprocessor):
     """Rebuild the submission on the source notebook's skeleton, keeping only the answers."""
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         source = self._notebook(resources, "source_directory")
         stubs = {grade_id(c): c for c in self._notebook(resources, "release_directory").cells}
         known = {grade_id(c) for c in source.cells} - {None}

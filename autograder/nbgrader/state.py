@@ -5,7 +5,13 @@ its steps no other channel.  The runner a session holds is closed by
 `TrustedScoring`, and, whatever the pipeline, when the notebook's resources
 are dropped (or the process exits): `ExecutionState` owns it.
 """
+from __future__ import annotations
+
 import weakref
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from ..sandbox.session import StudentSession
 
 EXECUTION = "sdpa_execution"  # resources key of the notebook's `ExecutionState`
 RUNNER_SOURCE = "sdpa_runner_source"  # resources key of a `Shared` `sandbox.runners.RunnerSource` (batch workers)
@@ -18,14 +24,14 @@ class Shared:
     handle is meaningless, so every copy shares the one object.
     """
 
-    def __init__(self, value):
+    def __init__(self, value: Any) -> None:
         self.value = value
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict) -> Shared:
         return self
 
     @staticmethod
-    def get(resources, key):
+    def get(resources: dict, key: str) -> Optional[Any]:
         """The object under `key`, or None."""
         shared = resources.get(key)
         return shared.value if isinstance(shared, Shared) else None
@@ -34,14 +40,14 @@ class Shared:
 class ExecutionState:
     """A notebook's sandboxed session and the notebook index of each code cell it ran."""
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict) -> ExecutionState:
         return self  # one runner per notebook, whatever nbconvert copies
 
-    def __init__(self, session, positions):
+    def __init__(self, session: StudentSession, positions: list[int]) -> None:
         self.session = session
         self.positions = positions  # session cell position -> notebook cell index
         self._close = weakref.finalize(self, session.close)
 
-    def close(self):
+    def close(self) -> None:
         """End the runner now (idempotent)."""
         self._close()

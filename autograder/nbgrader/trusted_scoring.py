@@ -6,6 +6,8 @@ never here -- reads the student's own code for forbidden APIs, and writes
 each grade cell's feedback and partial score, plus ``<notebook>.grading.json``
 for reports.  It closes the runner when it is done.
 """
+from __future__ import annotations
+
 import logging
 
 import nbformat
@@ -42,7 +44,7 @@ class TrustedScoring(NbGraderPreprocessor):
         "helpers and every difference from PyTorch is a misconception those helpers show. False: strict "
         "end-to-end grading, every part compared with PyTorch alone.")).tag(config=True)
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         state = resources.get(EXECUTION)
         if state is None:
             raise RuntimeError("TrustedScoring needs SandboxedExecute to run first (check nbgrader_config.py)")

@@ -21,6 +21,8 @@ namespace; without isolation every session starts its own runner.
 A fork server belongs to one process (one grading worker) and is not
 thread-safe.
 """
+from __future__ import annotations
+
 import json
 import logging
 import os
@@ -32,9 +34,13 @@ import subprocess
 import sys
 import tempfile
 import threading
+from typing import IO, TYPE_CHECKING, Optional
 
 from . import launcher, runners
 from .guest import ZYGOTE
+
+if TYPE_CHECKING:
+    from .session import StudentSession
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +53,7 @@ class ZygoteError(RuntimeError):
 class _Zygote:
     """One zygote sandbox and the control socket to it."""
 
-    def __init__(self, server, limits, require_isolation):
+    def __init__(self, server: ForkServer, limits: launcher.Limits, require_isolation: bool) -> None:
         self.server = server
         self.top = tempfile.mkdtemp(prefix="sdpa-zygote-")
         scratch = os.path.join(self.top, "scratch")
@@ -89,7 +95,7 @@ class _Zygote:
             raise ZygoteError(f"unexpected answer from the zygote: {msg}")
         return msg
 
-    def wait_ready(self, timeout):
+    def wait_ready(self, timeout: float) -> None:
         if not self.ready:
             msg = self._receive(timeout)
             if msg.get("op") != "ready":
@@ -102,7 +108,7 @@ class _Zygote:
             kids = launcher.children(self.init_pid) if self.init_pid else []
             self.zygote_pid = kids[0] if len(kids) == 1 else None
 
-    def fork(self, timeout):
+    def fork(self, timeout: float) -> ForkedRunner:
         """A new runner process, ready for its first request."""
         nonce = secrets.token_hex(8)
         # The runner's stderr: a nameless file, as a fresh runner's log goes with its directory.
@@ -130,7 +136,7 @@ class _Zygote:
             runner.host_pid = others[0] if len(others) == 1 else None
         return runner
 
-    def reset(self, timeout):
+    def reset(self, timeout: float) -> None:
         """Kill what the last runner left and restore the sandbox; ZygoteError unless "clean"."""
         nonce = secrets.token_hex(8)
         try:
@@ -143,7 +149,7 @@ class _Zygote:
         self.cpu = float(msg.get("cpu", 0.0))
         self.out = None
 
-    def discard(self):
+    def discard(self) -> None:
         if self.proc is not None:
             launcher.kill_tree(self.proc)
             self.proc = None
@@ -156,12 +162,12 @@ class _Zygote:
 class ForkedRunner:
     """What a session holds as its runner `proc`: pipes to one forked child."""
 
-    def __init__(self, zygote, stdin, stdout, log_file):
+    def __init__(self, zygote: _Zygote, stdin: IO[bytes], stdout: IO[bytes], log_file: IO[bytes]) -> None:
         self.zygote, self.stdin, self.stdout, self.log = zygote, stdin, stdout, log_file
         self.stopped = False
         self.host_pid = None  # for `session`: whether the runner stopped itself
 
-    def stop(self):
+    def stop(self) -> None:
         """`runners.stop_runner`: end this runner; the zygote resets its sandbox (or is discarded).
 
         The pipes are closed only after that: the runner is dead by then, so the
@@ -181,7 +187,8 @@ class ForkedRunner:
 class ForkServer:
     """A `runners.RunnerSource` that forks runners from a warmed zygote; see the module docstring."""
 
-    def __init__(self, limits=None, require_isolation=False, start_timeout=60.0, reply_timeout=5.0):
+    def __init__(self, limits: Optional[launcher.Limits] = None, require_isolation: bool = False,
+                 start_timeout: float = 60.0, reply_timeout: float = 5.0) -> None:
         self.limits = limits or launcher.Limits()
         self.require_isolation = require_isolation
         self.start_timeout = start_timeout
@@ -193,11 +200,11 @@ class ForkServer:
         self.keep_warm = True  # interface of pool.RunnerPool
 
     @staticmethod
-    def usable():
+    def usable() -> bool:
         """The zygote needs bubblewrap's pid namespace."""
         return launcher.probe().isolated
 
-    def warm(self):
+    def warm(self) -> None:
         """Start the zygote if there is none (it warms up while the caller does other work)."""
         if self._zygote is None and self.usable():
             try:
@@ -213,7 +220,7 @@ class ForkServer:
             self._zygote.discard()
             self._zygote = None
 
-    def take(self, student_session):
+    def take(self, student_session: StudentSession) -> Optional[runners.HandedRunner]:
         """A runner for this session, forked from the zygote; None if none can be had."""
         wanted = (student_session.limits, student_session.require_isolation)
         if wanted != (self.limits, self.require_isolation):
@@ -257,7 +264,7 @@ class ForkServer:
         if zygote.cpu > self.limits.cpu_seconds / 2:
             self._discard("CPU time limit approaching")
 
-    def close(self):
+    def close(self) -> None:
         self._discard("closed")
 
 

@@ -6,6 +6,9 @@ therefore decided here, in the trusted process: only nbformat output types
 made of strings, at most `CELL_CHARS` characters per cell and `NOTEBOOK_CHARS`
 per notebook, with a visible note where something was cut.
 """
+from __future__ import annotations
+
+from typing import Optional
 
 CELL_STREAM_CHARS = 20_000  # printed text per cell, as a student sees it in JupyterLab's scroll area
 CELL_CHARS = 2 * 2**20  # everything of one cell (plots are base64 PNG, ~50 KB each)
@@ -47,12 +50,13 @@ def _well_formed(output, count):
 class OutputBudget:
     """Sanitises and caps each cell's outputs against the notebook's running total."""
 
-    def __init__(self, notebook_chars=NOTEBOOK_CHARS, cell_chars=CELL_CHARS, stream_chars=CELL_STREAM_CHARS):
+    def __init__(self, notebook_chars: int = NOTEBOOK_CHARS, cell_chars: int = CELL_CHARS,
+                 stream_chars: int = CELL_STREAM_CHARS) -> None:
         self.left = notebook_chars
         self.cell_chars, self.stream_chars = cell_chars, stream_chars
         self.truncated = []  # cell positions whose outputs were cut
 
-    def take(self, outputs, count, position=None):
+    def take(self, outputs: object, count: Optional[int], position: Optional[int] = None) -> list[dict]:
         """The outputs of one cell (execution count `count`) as they may be stored."""
         kept, used, streamed, cut = [], 0, 0, False
         for raw in outputs if isinstance(outputs, list) else []:

@@ -29,6 +29,8 @@ instead of adding to each one's latency:
 A pool belongs to one process and is not thread-safe: one grading worker,
 one pool.
 """
+from __future__ import annotations
+
 import logging
 import queue
 import secrets
@@ -36,9 +38,15 @@ import shutil
 import subprocess
 import threading
 import time
+from typing import TYPE_CHECKING, Optional
 
 from . import launcher, runners
 from .guest import wire
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .session import StudentSession
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +54,7 @@ log = logging.getLogger(__name__)
 PRELOAD_MODULES = ("torch", "torch.nn.functional", "matplotlib.pyplot")
 
 
-def preload_source(modules=PRELOAD_MODULES):
+def preload_source(modules: Sequence[str] = PRELOAD_MODULES) -> str:
     """A cell that imports `modules` and binds no name (and displays nothing)."""
     return "if " + " and ".join(f"__import__({name!r})" for name in modules) + ":\n    pass\n"
 
@@ -54,7 +62,7 @@ def preload_source(modules=PRELOAD_MODULES):
 class _Warm:
     """One runner being started (or started) ahead of need."""
 
-    def __init__(self, limits, require_isolation, preload):
+    def __init__(self, limits: launcher.Limits, require_isolation: bool, preload: str) -> None:
         self.limits, self.require_isolation = limits, require_isolation
         self.directory, work, self.log = runners.runner_dirs()
         self.proc = None
@@ -75,7 +83,7 @@ class _Warm:
             raise
         self.ready = False
 
-    def wait_ready(self, timeout):
+    def wait_ready(self, timeout: float) -> bool:
         """Consume "ready" and the preload's reply; False if the runner is not usable in time."""
         deadline = time.monotonic() + timeout
         while not self.ready:
@@ -89,7 +97,7 @@ class _Warm:
             self.ready = isinstance(header, dict) and header.get("id") == self.request_id
         return True
 
-    def discard(self):
+    def discard(self) -> None:
         if self.proc is not None:
             runners.stop_runner(self.proc)
             self.proc = None
@@ -100,7 +108,8 @@ class _Warm:
 class RunnerPool:
     """Keeps one sandboxed runner started ahead; see the module docstring."""
 
-    def __init__(self, limits=None, require_isolation=False, preload=PRELOAD_MODULES, start_timeout=60.0):
+    def __init__(self, limits: Optional[launcher.Limits] = None, require_isolation: bool = False,
+                 preload: Sequence[str] = PRELOAD_MODULES, start_timeout: float = 60.0) -> None:
         self.limits = limits or launcher.Limits()
         self.require_isolation = require_isolation
         self.preload = preload_source(preload)
@@ -110,7 +119,7 @@ class RunnerPool:
         self.handed = 0  # runners handed to sessions
         self.missed = 0  # sessions that had to start their own
 
-    def warm(self):
+    def warm(self) -> None:
         """Start a spare runner if there is none."""
         if self._spare is not None:
             return
@@ -120,7 +129,7 @@ class RunnerPool:
             log.warning("could not start a spare runner: %s", exc)
             self._spare = None
 
-    def take(self, student_session):
+    def take(self, student_session: StudentSession) -> Optional[runners.HandedRunner]:
         """`runners.RunnerSource.take`: a ready runner for this session, or None."""
         wanted = (student_session.limits, student_session.require_isolation)
         spare, self._spare = self._spare, None
@@ -141,7 +150,7 @@ class RunnerPool:
         self.handed += 1
         return runners.HandedRunner(spare.proc, spare.replies, spare.directory, spare.log)
 
-    def close(self):
+    def close(self) -> None:
         spare, self._spare = self._spare, None
         if spare is not None:
             spare.discard()

@@ -5,16 +5,24 @@ A session starts a fresh runner itself unless it was given a `RunnerSource`
 warmed zygote).  The source is passed explicitly to each `StudentSession`
 (by nbgrader resources from a batch worker), never installed globally.
 """
+from __future__ import annotations
+
 import os
 import queue
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import Optional, Protocol
+from typing import IO, TYPE_CHECKING, Optional, Protocol, Union
 
 from . import launcher
 from .guest import PROCFS, RUNNER, WIRE, wire
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .forkserver import ForkedRunner
+    from .session import StudentSession
 
 
 @dataclass
@@ -36,14 +44,14 @@ class RunnerSource(Protocol):
     own.  Each runner goes to one session.
     """
 
-    def take(self, session) -> Optional[HandedRunner]: ...
+    def take(self, session: StudentSession) -> Optional[HandedRunner]: ...
 
     def warm(self) -> None: ...
 
     def close(self) -> None: ...
 
 
-def runner_dirs():
+def runner_dirs() -> tuple[str, str, IO[bytes]]:
     """(top, scratch, log file) of a new runner: the sandbox sees only scratch, not its own log.
 
     The session removes `top` when the runner ends.
@@ -54,7 +62,7 @@ def runner_dirs():
     return top, scratch, open(os.path.join(top, "runner.log"), "wb")
 
 
-def runner_command():
+def runner_command() -> tuple[list[str], list[Path]]:
     """argv and read-only mounts of a runner process."""
     return [sys.executable, "-I", str(RUNNER)], [RUNNER, WIRE, PROCFS]
 
@@ -62,7 +70,7 @@ def runner_command():
 REPLY_QUEUE_FRAMES = 4  # replies read ahead of the grader; the runner blocks behind them
 
 
-def read_replies(stream, replies):
+def read_replies(stream: IO[bytes], replies: queue.Queue) -> None:
     """Reader thread: frames from the runner into `replies`, each capped as it is read."""
     try:
         while True:
@@ -73,11 +81,11 @@ def read_replies(stream, replies):
         replies.put(exc)
 
 
-def reply_queue():
+def reply_queue() -> queue.Queue:
     return queue.Queue(maxsize=REPLY_QUEUE_FRAMES)
 
 
-def stop_runner(proc):
+def stop_runner(proc: Union[subprocess.Popen, ForkedRunner]) -> None:
     """Kill a runner's whole sandbox and close our ends of its pipes.
 
     A runner forked by ``forkserver.py`` knows how to stop itself: its zygote

@@ -13,6 +13,8 @@ no CPU, so CPU limits never fire), each reply is capped as it is read, the
 queue of unread replies is bounded, and cell outputs are capped again
 before they are stored (``outputs.py``).
 """
+from __future__ import annotations
+
 import os
 import queue
 import secrets
@@ -21,8 +23,9 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from . import launcher
 from .guest import wire
@@ -61,10 +64,10 @@ class CallResult:
     seconds: float = 0.0
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return self.status == "ok"
 
-    def describe(self):
+    def describe(self) -> str:
         """One line for feedback: why there is no usable value."""
         if self.status == "raised":
             return f"函数抛出 {self.ename}: {self.evalue}"
@@ -79,7 +82,7 @@ class CallResult:
 class CellRunError(Exception):
     """Running the code cell at `position` failed in a way no limit explains (a grader-side error)."""
 
-    def __init__(self, position, message):
+    def __init__(self, position: int, message: str) -> None:
         super().__init__(message)
         self.position = position
 
@@ -91,7 +94,8 @@ class _RunnerGone(Exception):
 class StudentSession:
     """One submission's sandboxed runner plus the bookkeeping around it."""
 
-    def __init__(self, cells, *, display_cells=(), budget=Budget(), limits=None, require_isolation=False,
+    def __init__(self, cells: Iterable[str], *, display_cells: Iterable[int] = (), budget: Budget = Budget(),
+                 limits: Optional[launcher.Limits] = None, require_isolation: bool = False,
                  runner_source: Optional[RunnerSource] = None):
         self.cells = list(cells)  # code cell sources, in notebook order
         # Provided cells that only show output (visible checks, plots, demos): short
@@ -200,10 +204,10 @@ class StudentSession:
             shutil.rmtree(self.directory, ignore_errors=True)
             self.directory = None
 
-    def elapsed(self):
+    def elapsed(self) -> float:
         return round(time.monotonic() - self.started, 3)
 
-    def close(self):
+    def close(self) -> None:
         if self.proc is not None:
             try:
                 self._write(wire.frame({"op": "bye"}), time.monotonic() + 0.5)
@@ -211,10 +215,10 @@ class StudentSession:
                 pass
         self._kill()
 
-    def __enter__(self):
+    def __enter__(self) -> StudentSession:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _exchange(self, msg, blobs, timeout):
@@ -256,7 +260,7 @@ class StudentSession:
                                         "detail": "重放这个单元格时超时或进程退出，之后跳过它"})
 
     # -- public API ----------------------------------------------------------
-    def run_notebook(self):
+    def run_notebook(self) -> dict[int, list[dict]]:
         """Execute every code cell; returns {position: nbformat outputs}."""
         outputs = {}
         for pos, source in enumerate(self.cells):
@@ -299,7 +303,8 @@ class StudentSession:
         self.events.append({"cell": pos, "kind": ename, "detail": evalue})
         return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]}
 
-    def call(self, fn, *args, on_device="cpu", return_args=False, **kwargs):
+    def call(self, fn: str, *args: Any, on_device: str = "cpu", return_args: bool = False,
+             **kwargs: Any) -> CallResult:
         """Call a student function on tensors chosen by the grader."""
         if fn in self.hung:
             return CallResult("timeout")
@@ -333,7 +338,7 @@ class StudentSession:
         self._kill()
         return CallResult(status)
 
-    def get(self, name):
+    def get(self, name: str) -> Any:
         """Value of a global variable (hand-calculation answers); None if absent."""
         try:
             reply, out = self._request({"op": "get", "name": name}, [], self.budget.call_timeout)

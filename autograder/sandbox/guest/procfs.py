@@ -5,9 +5,10 @@ it.  The command name in field 2 may hold spaces and parentheses, so the
 fields are split after its last ")".
 """
 import os
+from typing import Optional, Union
 
 
-def stat_fields(pid):
+def stat_fields(pid: Union[int, str]) -> Optional[list[str]]:
     """The fields after the command name (state first), or None if the process is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -16,13 +17,13 @@ def stat_fields(pid):
         return None
 
 
-def state(pid) -> str:
+def state(pid: Union[int, str]) -> str:
     """One-letter state ('R', 'S', 'T' stopped, 'Z' zombie...), '' if the process is gone."""
     fields = stat_fields(pid)
     return fields[0] if fields else ""
 
 
-def parent(pid):
+def parent(pid: Union[int, str]) -> Optional[int]:
     """The parent pid, or None if the process is gone."""
     fields = stat_fields(pid)
     try:
@@ -31,6 +32,6 @@ def parent(pid):
         return None
 
 
-def pids():
+def pids() -> list[int]:
     """Pids visible in this /proc."""
     return [int(name) for name in os.listdir("/proc") if name.isdigit()]

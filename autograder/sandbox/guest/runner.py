@@ -12,6 +12,7 @@ import re
 import sys
 import time
 import traceback
+from typing import BinaryIO, Callable, Iterable, NoReturn, Optional
 
 # `python -I` leaves this directory off sys.path; the guest files import each other by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,7 +39,7 @@ KERNEL_KEYS = ("CPU", "CUDA", "Meta", "MkldnnCPU", "QuantizedCPU", "SparseCPU", 
                "NestedTensorCPU", "NestedTensorCUDA", "CompositeImplicitAutograd", "CompositeExplicitAutograd")
 
 
-def forbidden_ops():
+def forbidden_ops() -> list[str]:
     """Qualified names ("aten::_softmax", "aten::softmax.int", ...) of every registered op in the family."""
     import torch
 
@@ -50,7 +51,7 @@ class ForbiddenAPIError(RuntimeError):
 
 
 class Runner:
-    def __init__(self, proto_in, proto_out):
+    def __init__(self, proto_in: Optional[BinaryIO], proto_out: Optional[BinaryIO]) -> None:
         self.proto_in, self.proto_out = proto_in, proto_out
         self.outputs = None  # the current cell's nbformat outputs
         self.forbidden_used = []
@@ -66,15 +67,15 @@ class Runner:
         runner = self
 
         class Publisher(DisplayPublisher):
-            def publish(self, data, metadata=None, *args, **kwargs):
+            def publish(self, data: dict, metadata: Optional[dict] = None, *args, **kwargs) -> None:
                 runner._add_display("display_data", data, metadata or {})
 
-            def clear_output(self, wait=False):
+            def clear_output(self, wait: bool = False) -> None:
                 if runner.outputs is not None:
                     runner.outputs.clear()
 
         class Hook(DisplayHook):
-            def write_format_data(self, format_dict, md_dict=None):
+            def write_format_data(self, format_dict: dict, md_dict: Optional[dict] = None) -> None:
                 runner._add_display("execute_result", format_dict, md_dict or {})
 
         class Shell(InteractiveShell):
@@ -85,7 +86,7 @@ class Runner:
                 runner._add_output({"output_type": "error", "ename": etype.__name__,
                                     "evalue": wire.short(evalue), "traceback": stb[-40:]})
 
-            def ask_exit(self):
+            def ask_exit(self) -> None:
                 runner._stream("stderr", "exit() 在评分时被忽略。\n")
 
         from traitlets.config import Config
@@ -130,7 +131,7 @@ class Runner:
             self.outputs.append({"output_type": "stream", "name": name, "text": text})
 
     # -- operations --------------------------------------------------------
-    def op_exec(self, msg, blobs):
+    def op_exec(self, msg: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         import warnings
 
         self.outputs = []
@@ -149,14 +150,14 @@ class Runner:
             outputs, self.outputs = self.outputs, None
         return {"status": "ok" if ok else "error", "outputs": outputs}, []
 
-    def op_get(self, msg, blobs):
+    def op_get(self, msg: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         name = str(msg.get("name", ""))
         if name not in self.shell.user_ns:
             return {"status": "missing"}, []
         out_blobs = []
         return {"status": "ok", "value": wire.encode(self.shell.user_ns[name], out_blobs)}, out_blobs
 
-    def op_call(self, msg, blobs):
+    def op_call(self, msg: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         import torch
 
         fn = self.shell.user_ns.get(str(msg.get("fn", "")))
@@ -212,7 +213,7 @@ class Runner:
         return value
 
     # -- forbidden APIs ----------------------------------------------------
-    def wrap_forbidden_functions(self):
+    def wrap_forbidden_functions(self) -> None:
         """Replace forbidden Python entry points by wrappers that raise while a check calls.
 
         Done before any student code runs, so a reference a notebook captures at
@@ -225,7 +226,7 @@ class Runner:
 
         runner = self
 
-        def tripwire(name, original):
+        def tripwire(name: str, original: Callable) -> Callable:
             # wraps(): torch looks some of these up again through `__wrapped__` and friends.
             @functools.wraps(original)
             def guarded(*args, **kwargs):
@@ -251,7 +252,7 @@ class Runner:
                     except (AttributeError, TypeError):
                         pass
 
-    def install_tripwires(self):
+    def install_tripwires(self) -> None:
         """Make every forbidden kernel raise (after the notebook ran: its top-level code may use them)."""
         import warnings
 
@@ -259,7 +260,7 @@ class Runner:
 
         runner = self
 
-        def aten_tripwire(op_name):
+        def aten_tripwire(op_name: str) -> Callable:
             def kernel(*args, **kwargs):
                 runner.forbidden_used.append(op_name)
                 raise ForbiddenAPIError(f"评分时禁止使用内置 softmax/注意力（{op_name}）。")
@@ -283,7 +284,7 @@ class Runner:
                     except Exception:  # noqa: BLE001 - op or key absent in this build
                         pass
 
-    def serve(self):
+    def serve(self) -> None:
         handlers = {"exec": self.op_exec, "call": self.op_call, "get": self.op_get}
         self.wrap_forbidden_functions()
         tripwires = False
@@ -318,22 +319,22 @@ class _Stream:
     def __init__(self, runner, name):
         self.runner, self.name = runner, name
 
-    def write(self, text):
+    def write(self, text: object) -> int:
         self.runner._stream(self.name, str(text))
         return len(str(text))
 
-    def flush(self):
+    def flush(self) -> None:
         pass
 
-    def isatty(self):
+    def isatty(self) -> bool:
         return False
 
-    def writelines(self, lines):
+    def writelines(self, lines: Iterable[object]) -> None:
         for line in lines:
             self.write(line)
 
 
-def take_stdio():
+def take_stdio() -> tuple[BinaryIO, BinaryIO]:
     """Move the protocol off fds 0/1 so that C-level prints cannot corrupt it."""
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
     proto_out = os.fdopen(os.dup(1), "wb")
@@ -344,7 +345,7 @@ def take_stdio():
     return proto_in, proto_out
 
 
-def new_runner():
+def new_runner() -> Runner:
     """A runner with its IPython shell; no protocol yet, no student code run."""
     # Figures show inline, as in JupyterLab, and land in the cell's outputs.
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
@@ -353,7 +354,7 @@ def new_runner():
     return runner
 
 
-def serve(runner, proto_in, proto_out):
+def serve(runner: Runner, proto_in: BinaryIO, proto_out: BinaryIO) -> NoReturn:
     """Announce "ready", answer requests until "bye" or EOF, then exit the process."""
     runner.proto_in, runner.proto_out = proto_in, proto_out
     wire.send(proto_out, {"status": "ready", "pid": os.getpid()})
@@ -362,7 +363,7 @@ def serve(runner, proto_in, proto_out):
     os._exit(0)
 
 
-def main():
+def main() -> None:
     proto = take_stdio()
     serve(new_runner(), *proto)
 

@@ -12,6 +12,10 @@ import json
 import math
 import numbers
 import struct
+from typing import IO, TYPE_CHECKING, Any, Optional, Sequence
+
+if TYPE_CHECKING:
+    import torch
 
 # dtype names that may cross the wire; anything else is refused on decode.
 DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16",
@@ -46,20 +50,21 @@ def _read_exact(stream, n):
     return b"".join(chunks)
 
 
-def frame(header, blobs=()):
+def frame(header: dict, blobs: Sequence[bytes] = ()) -> bytes:
     """One message as bytes: length-prefixed header JSON, then the raw blobs."""
     header = dict(header, blobs=[len(b) for b in blobs])
     raw = json.dumps(header, allow_nan=False).encode()
     return b"".join([struct.pack(">I", len(raw)), raw, *blobs])
 
 
-def send(stream, header, blobs=()):
+def send(stream: IO[bytes], header: dict, blobs: Sequence[bytes] = ()) -> None:
     """Write one message to a blocking stream (the runner's side)."""
     stream.write(frame(header, blobs))
     stream.flush()
 
 
-def receive(stream, max_header=MAX_HEADER_BYTES, max_blobs=MAX_MESSAGE_BYTES):
+def receive(stream: IO[bytes], max_header: int = MAX_HEADER_BYTES,
+            max_blobs: int = MAX_MESSAGE_BYTES) -> tuple[dict, list[bytes]]:
     """Read one message; enforce size limits before allocating anything."""
     (size,) = struct.unpack(">I", _read_exact(stream, 4))
     if size > max_header:
@@ -76,18 +81,18 @@ def receive(stream, max_header=MAX_HEADER_BYTES, max_blobs=MAX_MESSAGE_BYTES):
     return header, [_read_exact(stream, s) for s in sizes]
 
 
-def short(text):
+def short(text: object) -> str:
     """`text` cut to MAX_TEXT characters (exception messages, reprs)."""
     text = str(text)
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
 
 
-def exception_names(exc):
+def exception_names(exc: BaseException) -> list[str]:
     """Class names of `exc`'s type and its bases (so a subclass of ValueError counts as one)."""
     return [cls.__name__ for cls in type(exc).__mro__][:MAX_DEPTH * 2]
 
 
-def encode(value, blobs, depth=0):
+def encode(value: Any, blobs: list[bytes], depth: int = 0) -> Any:
     """Turn a (student-produced) value into JSON-able data plus blobs.
 
     Runs in the runner; anything exotic becomes its type name and a short repr.
@@ -151,7 +156,7 @@ def encode(value, blobs, depth=0):
     return {"__object__": type(value).__name__, "repr": short(text)}
 
 
-def decode(data, blobs, depth=0):
+def decode(data: Any, blobs: Sequence[bytes], depth: int = 0) -> Any:
     """Rebuild values on the trusted side from plain data; never runs code."""
     if depth > MAX_DEPTH + 1:
         raise WireError("value nested too deeply")
@@ -177,7 +182,7 @@ def decode(data, blobs, depth=0):
 class OpaqueObject:
     """A value the runner could not send as data (shown by type and repr)."""
 
-    def __init__(self, type_name, text):
+    def __init__(self, type_name: str, text: str) -> None:
         self.type_name, self.text = type_name, text
 
     def __repr__(self):
@@ -192,11 +197,12 @@ class TensorSpec:
     and shape, so only a spec with `tensor` is evidence of values.
     """
 
-    def __init__(self, dtype, shape, device, layout, tensor, subclass=None):
+    def __init__(self, dtype: str, shape: tuple[int, ...], device: str, layout: str,
+                 tensor: Optional["torch.Tensor"], subclass: Optional[str] = None) -> None:
         self.dtype, self.shape, self.device, self.layout, self.tensor = dtype, shape, device, layout, tensor
         self.subclass = subclass
 
-    def missing_data(self):
+    def missing_data(self) -> str:
         """Why this spec carries no usable values ('' if it does): a layout, a subclass, no bytes."""
         if self.subclass:
             return f"返回的是张量子类 {self.subclass}，不是普通的 torch.Tensor"
@@ -207,7 +213,7 @@ class TensorSpec:
         return ""
 
     @classmethod
-    def from_wire(cls, data, blobs):
+    def from_wire(cls, data: dict, blobs: Sequence[bytes]) -> "TensorSpec":
         import torch
 
         dtype, shape = data.get("dtype"), data.get("shape")
@@ -235,7 +241,7 @@ class TensorSpec:
         return f"TensorSpec({self.dtype}, {list(self.shape)}, {self.device})"
 
 
-def encode_arg(tensor, blobs, device):
+def encode_arg(tensor: "torch.Tensor", blobs: list[bytes], device: str) -> dict:
     """Encode an input tensor for a call, with the device it must live on."""
     spec = encode(tensor, blobs)
     spec["device"] = device

@@ -61,6 +61,7 @@ import socket
 import stat
 import sys
 import time
+from typing import Callable, NoReturn, Optional, Sequence
 
 # `python -I` leaves this directory off sys.path; the guest files import each other by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -77,7 +78,7 @@ KILL_SECONDS = 5.0
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def warm_up():
+def warm_up() -> tuple[sandbox_runner.Runner, dict[str, dict]]:
     """Import and run, once, what every runner needs; returns (runner, snapshot of its files).
 
     The snapshot is taken after the imports of the release's first cell (which
@@ -128,12 +129,12 @@ def warm_up():
 
 # -- the writable places, restored on every reset ------------------------------
 
-def writable_places():
+def writable_places() -> tuple[str, str, str]:
     """Scratch (the cwd and HOME) and the private tmpfs mounts: all a runner can write."""
     return (os.getcwd(), "/tmp", "/dev/shm")
 
 
-def snapshot():
+def snapshot() -> dict[str, dict]:
     """{top: {relative path: (mode, bytes or None for a directory, uid, gid)}} of the writable places.
 
     The top itself is the entry "" (a runner may chmod its scratch dir).
@@ -243,7 +244,7 @@ def _sync(top, entries):
         _own(path, mode, uid, gid)
 
 
-def restore(taken):
+def restore(taken: dict[str, dict]) -> str:
     """Put every writable place back as in the snapshot, and check that; '' if it worked."""
     try:
         for top, entries in taken.items():
@@ -278,7 +279,7 @@ def _reap():
             return
 
 
-def kill_others():
+def kill_others() -> bool:
     """SIGKILL every other process in the namespace until none is left; False if that fails."""
     deadline = time.monotonic() + KILL_SECONDS
     while True:
@@ -294,7 +295,7 @@ def kill_others():
         time.sleep(0.002)
 
 
-def remove_ipc():
+def remove_ipc() -> str:
     """Delete System V shared memory, semaphores and message queues; '' if none is left.
 
     Only an object's owner (or CAP_SYS_ADMIN, which the zygote lacks) may
@@ -347,7 +348,7 @@ def _status():
     return {key: fields[key].strip() for key in _STATUS_KEYS if key in fields}
 
 
-def process_state():
+def process_state() -> dict:
     """Everything of the zygote's process that its runners inherit and a runner of the same uid could change.
 
     (A runner could call prlimit, setpriority, sched_setscheduler,
@@ -372,9 +373,9 @@ def process_state():
     return state
 
 
-def check_state(want):
+def check_state(want: dict) -> str:
     """Put back what may be put back of the recorded `process_state`, then compare; '' if equal."""
-    def attempt(fn, *args):
+    def attempt(fn: Callable, *args) -> None:
         try:
             fn(*args)
         except OSError:
@@ -410,7 +411,7 @@ def _write_text(path, text):
 
 # -- the zygote and its children ---------------------------------------------
 
-def switch_uid(uid, taken, nproc, structure):
+def switch_uid(uid: int, taken: dict[str, dict], nproc: int, structure: dict[str, dict]) -> None:
     """As root, in the child: hand the writable places to `uid`, become it, drop every capability.
 
     As in a fresh sandbox, scratch and what the runner's own start-up left in
@@ -440,7 +441,8 @@ def switch_uid(uid, taken, nproc, structure):
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))  # now counts this runner's uid alone
 
 
-def become_runner(runner, control, fds, dumpable, uid, taken, nproc, structure):
+def become_runner(runner: sandbox_runner.Runner, control: socket.socket, fds: Sequence[int], dumpable: int,
+                  uid: Optional[int], taken: dict[str, dict], nproc: int, structure: dict[str, dict]) -> NoReturn:
     """In the forked child: take the grader's pipes and serve as a fresh runner. Never returns."""
     try:
         control.close()
@@ -473,7 +475,7 @@ def _new_uid(uids, last):
             return uid
 
 
-def serve(control, nproc=-1, uids=(0x5A000000, 1 << 20)):
+def serve(control: socket.socket, nproc: int = -1, uids: tuple[int, ...] = (0x5A000000, 1 << 20)) -> None:
     if not (os.getpid() == 2 and os.getppid() == 1):
         _send(control, {"op": "refused", "detail": "the zygote needs a pid namespace of its own (bwrap)"})
         os._exit(2)
@@ -529,7 +531,7 @@ def _send(control, msg):
     control.send(json.dumps(msg).encode())
 
 
-def main():
+def main() -> None:
     """argv: [max_processes uid_base uid_span] (``forkserver.py``): the runners' RLIMIT_NPROC and uids."""
     control = socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
