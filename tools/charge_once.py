@@ -1,0 +1,76 @@
+"""Points each single-bug sample loses, with each mistake charged once and with strict end-to-end grading.
+
+Usage: python tools/charge_once.py [--markdown]
+
+Runs the hidden checks in this process (trusted: our own buggy samples, no
+sandbox) on the reference solution with one sample's answer cells swapped in,
+once with ``charge_once`` (the default, ``TrustedScoring.charge_each_mistake_once``)
+and once strict, and prints per sample: the points lost in each mode, the
+parts that lost them, and the root-cause line the feedback shows.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from autograder.demo.submissions import BUGS  # noqa: E402
+from autograder.grading import root_causes  # noqa: E402
+from autograder.grading.hidden_checks import run_checks  # noqa: E402
+from autograder.grading.local_student import LocalStudent, reference_namespace  # noqa: E402
+from autograder.nbgrader.cells import is_test_cell, part_of  # noqa: E402
+
+SOURCE = ROOT / "source" / "sdpa" / "sdpa.ipynb"
+
+
+def parts():
+    nb = nbformat.read(str(SOURCE), as_version=4)
+    return [p for p in (part_of(c) for c in nb.cells if is_test_cell(c)) if p]
+
+
+def grade(sample, order, charge_once):
+    namespace = reference_namespace()
+    for source in sample.replace.values():
+        exec(source, namespace)  # noqa: S102 - our own buggy samples
+    student = LocalStudent(namespace)
+    results = run_checks(student, order, seed_key=("sdpa", sample.name), context={"charge_once": charge_once})
+    lost = {p: r.max_points - r.points for p, r in results.items() if r.points < r.max_points}
+    return lost, results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    args = parser.parse_args()
+    order = parts()
+    # Built-in APIs are charged by reading the code (TrustedScoring's static scan), not by these checks.
+    single = [s for s in BUGS if len(s.replace) == 1 and not s.append and s.edit is None
+              and not {"softmax-builtin", "sdpa-builtin"} & set(s.codes)]
+    rows = []
+    for sample in single:
+        strict, _ = grade(sample, order, False)
+        once, results = grade(sample, order, True)
+        causes = root_causes.root_causes(results, order)
+        line = "; ".join(f"[{c['code']}] in {c['home']}" + (f" (also {', '.join(c['also'])})" if c["also"] else "")
+                         for c in causes) or "-"
+        rows.append((sample.name, f"{sum(strict.values()):g}", ", ".join(f"{p} {v:g}" for p, v in strict.items()),
+                     f"{sum(once.values()):g}", ", ".join(f"{p} {v:g}" for p, v in once.items()), line))
+    head = ("sample", "lost (strict)", "where (strict)", "lost (once)", "where (once)", "先修这里")
+    if args.markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+    else:
+        for row in rows:
+            print("  ".join(row))
+    total_strict = sum(float(r[1]) for r in rows)
+    total_once = sum(float(r[3]) for r in rows)
+    print(f"\n{len(rows)} single-bug samples: {total_strict:g} points lost in strict mode, {total_once:g} charged once")
+
+
+if __name__ == "__main__":
+    main()
