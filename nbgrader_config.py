@@ -25,3 +25,7 @@ c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exch
 os.makedirs(c.Exchange.root, exist_ok=True)  # nbgrader (and formgrader) expect it to exist
 
 configure(c)
+
+# Feedback pages that work offline (LaTeX rendered to MathML, no MathJax CDN) and name each part
+# in their summary; formgrader's "Generate Feedback" button uses this exporter too.
+c.GenerateFeedback.exporter_class = "autograder.feedback_page.OfflineFeedbackExporter"
