@@ -21,7 +21,11 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 60
-c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
+# The exchange lives inside the course when one person runs everything; on a shared JupyterHub it
+# is one directory for all users, given by SDPA_EXCHANGE_ROOT (hub/control.py sets it).  nbgrader
+# loads this file after the user's own config, so a value set there alone would be overridden.
+c.Exchange.root = os.environ.get("SDPA_EXCHANGE_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                       "exchange")
 os.makedirs(c.Exchange.root, exist_ok=True)  # nbgrader (and formgrader) expect it to exist
 
 configure(c)
