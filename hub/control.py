@@ -274,6 +274,8 @@ class Hub:
             shutil.rmtree(self.course)
         if not self.course.exists():
             course_files.make_course(self.course)
+            # The instructor generates the student version (formgrader's Generate): start without it.
+            shutil.rmtree(self.course / "assignments" / ASSIGNMENT, ignore_errors=True)
         _run("chown", "-R", f"{INSTRUCTOR}:{INSTRUCTOR}", self.course)
         os.chmod(self.course, 0o700)
 
