@@ -384,6 +384,10 @@ class Hub:
             while _alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.2)
             _kill([pid], signal.SIGKILL)
+            try:  # reap it when it is our own child (the tests); `make hub`'s hub is init's
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
         leftovers = [p for p in below if _alive(p)] + user_processes()
         _kill(leftovers, signal.SIGTERM)
         deadline = time.monotonic() + 5
