@@ -415,19 +415,26 @@ def _manual_grades(hub, page, formgrader):
     for student, score in MANUAL.items():
         page.goto(f"{formgrader}/gradebook/{ASSIGNMENT}/{ASSIGNMENT}")
         page.locator(f'a[href$="/formgrader/submissions/{by_student[student]["id"]}"]').first.click()
+        page.wait_for_load_state("networkidle")  # formgrade.js binds its save handlers after load
+        grades_url = f"{formgrader}/api/grades?submission_id={by_student[student]['id']}"
         for name in ("written-a1", "written-a2"):
             box = page.locator(f"input.score#{name}")
             expect(box).to_be_visible()
-            box.fill(score)
-            box.press("Tab")
-        grades_url = f"{formgrader}/api/grades?submission_id={by_student[student]['id']}"
-        deadline = time.monotonic() + 60
-        while True:
-            saved = {g["name"]: g["manual_score"] for g in page.request.get(grades_url).json()}
-            if all(saved[n] == float(score) for n in ("written-a1", "written-a2")) or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
-        assert saved["written-a1"] == saved["written-a2"] == float(score), f"manual grades not saved: {saved}"
+            # formgrader saves a score on `change`; a change that lands while the page is still
+            # wiring its models can be lost, so type it again (at most 3 times) until it is stored.
+            for _attempt in range(3):
+                box.fill("")
+                box.fill(score)
+                box.press("Tab")
+                deadline = time.monotonic() + 20
+                while True:
+                    saved = {g["name"]: g["manual_score"] for g in page.request.get(grades_url).json()}
+                    if saved[name] == float(score) or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.5)
+                if saved[name] == float(score):
+                    break
+            assert saved[name] == float(score), f"manual grade {name} not saved: {saved}"
         _shot(page, f"33-formgrader-manual-grade-{student}")
 
 
