@@ -252,6 +252,8 @@ class Hub:
         if not blocked:
             return
         if not shutil.which("setfacl"):
+            print("  installing acl (apt-get) for setfacl")
+            _run("apt-get", "update", "-qq")
             _run("apt-get", "install", "-y", "-qq", "acl", env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
         for path in sorted(blocked):
             if f"group:{GROUP}:--x" in _run("getfacl", "-p", path).stdout:
