@@ -6,13 +6,13 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # CPU machines: pin the CPU build of torch (an unpinned torch pulls a multi-GB CUDA build).
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: install system-deps notebooks release demo lint test test-fast gpu-check bench clean
+.PHONY: install system-deps hub-deps hub hub-root-check hub-stop notebooks release demo lint test test-fast gpu-check bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_PIN)"
-	$(PY) -m pip install -q -e ".[browser,cluster,dev]"
+	$(PY) -m pip install -q -e ".[browser,cluster,dev,hub]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -20,6 +20,26 @@ install: $(VENV)/.installed
 # bubblewrap (sandbox) and Chromium (browser tests) come from Debian packages.
 system-deps:
 	@bash tools/system_deps.sh
+
+# configurable-http-proxy (JupyterHub's proxy) from npm, pinned in hub/package-lock.json.
+hub/node_modules/.installed: hub/package.json hub/package-lock.json
+	@if command -v npm >/dev/null; then cd hub && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
+	else echo "WARNING: no npm: configurable-http-proxy not installed; \`make hub\` and the hub tests need Node.js and npm." >&2; fi
+
+hub-deps: install hub/node_modules/.installed
+
+# The course as deployed: JupyterHub, nbgrader exchange, one Unix user per person (needs root).
+hub: hub-root-check hub-deps system-deps
+	$(PY) -m hub.control start
+
+hub-root-check:
+	@if [ "$$(id -u)" != 0 ]; then \
+	  echo "make hub needs root: it creates the local Unix users sdpa-instructor and sdpa-student-a/b/c, their"; \
+	  echo "homes and the shared nbgrader exchange, and JupyterHub's spawner starts servers as those users."; \
+	  echo "Nothing was done. Run it as root (sudo make hub)."; exit 2; fi
+
+hub-stop:
+	$(PY) -m hub.control stop
 
 notebooks: install
 	$(PY) tools/build_notebooks.py
@@ -32,9 +52,9 @@ demo: install system-deps release
 
 # ruff, configured in pyproject.toml
 lint: install
-	$(abspath $(VENV))/bin/ruff check autograder solutions tests tools nbgrader_config.py
+	$(abspath $(VENV))/bin/ruff check autograder hub solutions tests tools nbgrader_config.py
 
-test: install system-deps lint
+test: install system-deps hub-deps lint
 	$(PY) -m pytest -q
 
 test-fast: install lint

@@ -24,7 +24,15 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # per-cell timeout; grading limits are SandboxedExecute's traits (`sdpa-course
 # autograde --help` lists them), e.g. c.SandboxedExecute.cell_timeout = 30.
 c.Execute.timeout = 60
-c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
+# The exchange lives inside the course when one person runs everything; on a shared JupyterHub it
+# is one directory for all users, given by SDPA_EXCHANGE_ROOT (hub/control.py sets it).  nbgrader
+# loads this file after the user's own config, so a value set there alone would be overridden.
+c.Exchange.root = os.environ.get("SDPA_EXCHANGE_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                       "exchange")
 os.makedirs(c.Exchange.root, exist_ok=True)  # nbgrader (and formgrader) expect it to exist
 
 configure(c)
+
+# Feedback pages that work offline (LaTeX rendered to MathML, no MathJax CDN) and name each part
+# in their summary; formgrader's "Generate Feedback" button uses this exporter too.
+c.GenerateFeedback.exporter_class = "autograder.nbgrader.feedback_page.OfflineFeedbackExporter"

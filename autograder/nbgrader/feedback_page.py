@@ -1,0 +1,98 @@
+"""Feedback pages that stand alone offline and name each graded part.
+
+Why: nbgrader's feedback template loads MathJax from a CDN, so in an offline classroom or exam
+room the lesson's formulas show as raw ``$$\\mathrm{Attention}…$$``; and its summary lists every
+grade cell as "Test cell", so a student cannot tell which part lost points.  Feedback is
+released to students through the exchange as one HTML file, so it must carry everything itself.
+
+This exporter (``c.GenerateFeedback.exporter_class`` in nbgrader_config.py, so formgrader's
+"Generate Feedback" button uses it too) renders LaTeX to MathML when the page is generated
+(Chromium, Firefox and Safari draw MathML natively, no script, no network), drops the MathJax
+``<script>`` and labels each summary entry with its part (the grade id without ``-check``)
+and the lesson section it belongs to.  Math that cannot be converted stays as escaped TeX
+inside ``<code class="tex">`` (readable, never lost).
+"""
+import html
+import re
+from pathlib import Path
+
+from latex2mathml.converter import convert as latex_to_mathml
+from nbconvert.exporters import HTMLExporter
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from traitlets import default
+
+try:  # jinja2 >= 3
+    from jinja2 import pass_context
+except ImportError:  # pragma: no cover
+    from jinja2 import contextfilter as pass_context
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+
+
+def tex_to_html(tex, display=False):
+    """MathML for one formula; escaped TeX in <code class="tex"> when it cannot be converted."""
+    try:
+        return latex_to_mathml(tex.strip(), display="block" if display else "inline")
+    except Exception:  # noqa: BLE001 - any parser error: show the TeX rather than lose it
+        return f'<code class="tex">{html.escape(tex)}</code>'
+
+
+class MathMLRenderer(IPythonRenderer):
+    """nbconvert's markdown renderer, with math written as MathML instead of TeX for MathJax."""
+
+    def block_math(self, body):
+        return tex_to_html(body, display=True)
+
+    def inline_math(self, body):
+        return tex_to_html(body)
+
+    def latex_environment(self, name, body):
+        return tex_to_html(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
+
+
+def part_labels(nb):
+    """grade_id -> "part — section" for every grade cell (the summary's entries)."""
+    labels, section = {}, ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            found = HEADING.findall(cell.source)
+            if found:
+                section = found[-1].replace("`", "")
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") or meta.get("task"):
+            grade_id = meta.get("grade_id", "")
+            part = grade_id[:-len("-check")] if grade_id.endswith("-check") else grade_id
+            labels[grade_id] = f"{part} — {section}" if section else part
+    return labels
+
+
+class OfflineFeedbackExporter(HTMLExporter):
+    """nbgrader's feedback page, with math rendered at generation time and named parts."""
+
+    @default("template_file")
+    def _template_file_default(self):
+        return "sdpa_feedback.html.j2"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Our "feedback" directory comes first: its mathjax.html.j2 (no CDN script) shadows
+        # nbconvert's, and sdpa_feedback.html.j2 extends nbgrader's feedback index.html.j2.
+        if str(TEMPLATES) not in self.extra_template_basedirs:
+            self.extra_template_basedirs = [str(TEMPLATES), *self.extra_template_basedirs]
+            self.template_paths = self._template_paths()  # computed once in __init__, from the old dirs
+
+    @pass_context
+    def markdown2html(self, context, source):
+        cell = context.get("cell", {})
+        path = context.get("resources", {}).get("metadata", {}).get("path", "")
+        renderer = MathMLRenderer(escape=False, attachments=cell.get("attachments", {}),
+                                  embed_images=self.embed_images, path=path,
+                                  anchor_link_text=self.anchor_link_text,
+                                  exclude_anchor_links=self.exclude_anchor_links, **self.lexer_options)
+        return MarkdownWithMath(renderer=renderer).render(source)
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        resources = self._init_resources(resources)
+        resources["sdpa_parts"] = part_labels(nb)
+        return super().from_notebook_node(nb, resources, **kw)

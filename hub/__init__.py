@@ -1,0 +1,1 @@
+"""JupyterHub deployment of the course (`make hub`): see hub/control.py."""

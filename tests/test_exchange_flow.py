@@ -1,0 +1,175 @@
+"""The deployed exchange flow with the nbgrader CLI, each step as its own Unix user (issue 14).
+
+The instructor (``sdpa-instructor``) generates and releases ``sdpa`` through a shared exchange;
+two students fetch it into their own homes, put in a correct and a mask-inverted solution and
+submit; the instructor collects, autogrades (our sandbox and trusted scoring, loaded from the
+course's nbgrader_config.py), grades the written answers, generates and releases feedback;
+each student fetches their own feedback.  Along the way: what student B can and cannot read.
+
+No JupyterHub and no browser here (tests/test_hub_browser.py drives the same semester through
+the hub): the same users, config and exchange layout as ``make hub`` (hub/control.py), so this
+is the fast check of the deployment.  Needs root (it creates the ``sdpa-*`` users).  It resets
+the ``sdpa-student-*`` users' fetched work, and skips while a ``make hub`` instance is running.
+"""
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from hub import control
+from hub.control import ASSIGNMENT, COURSE_ID, INSTRUCTOR
+from tests import catalogue as samples
+
+STUDENT_A, STUDENT_B = control.STUDENTS[:2]
+SAMPLE_FOR = {STUDENT_A: "correct-reference", STUDENT_B: "bug-mask-inverted"}
+AUTOMATIC_POINTS = 95.0
+
+pytestmark = [
+    pytest.mark.hub,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the exchange flow runs as separate Unix users "
+                       "(sdpa-instructor, sdpa-student-a/b), which only root can create and become"),
+    pytest.mark.skipif(not shutil.which("bwrap"), reason="no bubblewrap (run `make system-deps`)"),
+]
+
+TIMINGS = {}
+
+
+def _step(name):
+    class _Timer:
+        def __enter__(self):
+            self.started = time.perf_counter()
+
+        def __exit__(self, *exc):
+            TIMINGS[name] = round(time.perf_counter() - self.started, 1)
+    return _Timer()
+
+
+@pytest.fixture(scope="module")
+def hub():
+    """Users, a private exchange and a fresh course copy in the instructor's home (no hub process)."""
+    if control.Hub().pid():
+        pytest.skip("a `make hub` instance is running with these users; `make hub-stop` first")
+    base = Path(tempfile.mkdtemp(prefix="sdpa-exchange-flow-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    hub = control.Hub(state=base / "state", exchange=base / "exchange", course_name="sdpa-course-cli-test")
+    try:
+        with _step("setup (users, exchange, course copy)"):
+            hub.setup(fresh_course=True)
+            hub.reset_student_work()
+        yield hub
+    finally:
+        for pid in control.user_processes():  # nothing of the course users may outlive the test
+            os.kill(pid, 9)
+        shutil.rmtree(hub.course, ignore_errors=True)
+        hub.reset_student_work()
+        shutil.rmtree(base, ignore_errors=True)
+        print("exchange flow timings:", json.dumps(TIMINGS, ensure_ascii=False))
+
+
+def _probe_as(hub, user, paths):
+    """{path: "ok" | error name} for listing/reading each path as `user`."""
+    code = ("import json, os, sys\nout = {}\nfor p in sys.argv[1:]:\n"
+            "    try:\n        os.listdir(p) if os.path.isdir(p) else open(p, 'rb').read(1)\n        out[p] = 'ok'\n"
+            "    except OSError as e:\n        out[p] = type(e).__name__\nprint(json.dumps(out))\n")
+    proc = hub.run_as(user, control.VENV_BIN / "python", "-c", code, *paths)
+    return json.loads(proc.stdout)
+
+
+def _toc_scores(html):
+    """[(entry label, kind, score, max)] from the feedback page's summary."""
+    found = re.findall(r'<li><a href="#[^"]+">([^<]*)</a> <span class="sdpa-kind">\(([^)]*)\)</span> '
+                       r'\(Score: ([\d.]+) / ([\d.]+)\)</li>', html)
+    return [(label, kind, float(score), float(top)) for label, kind, score, top in found]
+
+
+def test_semester_through_the_exchange_as_separate_users(hub):
+    course, exchange = hub.course, hub.exchange
+    assert os.stat(course).st_uid == control.uid(INSTRUCTOR) and os.stat(course).st_mode & 0o777 == 0o700
+
+    with _step("instructor: generate_assignment + release_assignment"):
+        hub.nbgrader(INSTRUCTOR, "generate_assignment", ASSIGNMENT, "--force")
+        hub.nbgrader(INSTRUCTOR, "release_assignment", ASSIGNMENT, "--force")
+    outbound = exchange / COURSE_ID / "outbound" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert outbound.exists(), "release_assignment put nothing in the exchange"
+    release = nbformat.read(str(outbound), as_version=4)
+
+    with _step("2 students: list, fetch, solve, submit"):
+        for student, sample_name in SAMPLE_FOR.items():
+            listed = hub.nbgrader(student, "list")
+            listing = listed.stdout + listed.stderr
+            assert f"{COURSE_ID} {ASSIGNMENT}" in listing, f"{student} does not see the release: {listing}"
+            hub.nbgrader(student, "fetch_assignment", ASSIGNMENT)
+            fetched = control.home(student) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+            assert os.stat(fetched).st_uid == control.uid(student)
+            sample = next(s for s in samples.CATALOGUE if s.name == sample_name)
+            nbformat.write(samples.build(sample, release), str(fetched))
+            os.chown(fetched, control.uid(student), -1)
+            hub.nbgrader(student, "submit", ASSIGNMENT)
+
+    # Student B, through their own account: nobody else's work, not the course, not the inbox.
+    probe = _probe_as(hub, STUDENT_B, [
+        str(control.home(STUDENT_A) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), str(control.home(STUDENT_A)),
+        str(course), str(course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"),
+        str(exchange / COURSE_ID / "inbound"), str(control.home(STUDENT_B) / ASSIGNMENT)])
+    *denied, own = probe.values()
+    assert all(v == "PermissionError" for v in denied), probe
+    assert own == "ok", probe
+
+    with _step("instructor: collect + autograde 2 submissions"):
+        hub.nbgrader(INSTRUCTOR, "collect", ASSIGNMENT)
+        for student in SAMPLE_FOR:
+            assert (course / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
+        graded = hub.nbgrader(INSTRUCTOR, "autograde", ASSIGNMENT)
+    assert "SANDBOX UNAVAILABLE" not in graded.stdout + graded.stderr, "autograde ran without the sandbox"
+    for student in SAMPLE_FOR:  # our TrustedScoring ran (it writes this report), not stock nbgrader
+        assert (course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.grading.json").exists()
+
+    with _step("instructor: manual grades, generate + release feedback"):
+        manual = {STUDENT_A: 2.5, STUDENT_B: 1.0}
+        script = ("import sys\nfrom nbgrader.api import Gradebook\n"
+                  "with Gradebook('sqlite:///gradebook.db') as gb:\n"
+                  "    for student, score in ((sys.argv[1], float(sys.argv[2])), (sys.argv[3], float(sys.argv[4]))):\n"
+                  "        for name in ('written-a1', 'written-a2'):\n"
+                  f"            g = gb.find_grade(name, '{ASSIGNMENT}', '{ASSIGNMENT}', student)\n"
+                  "            g.manual_score = score\n"
+                  "    gb.db.commit()\n")
+        hub.run_as(INSTRUCTOR, control.VENV_BIN / "python", "-c", script,
+                   STUDENT_A, manual[STUDENT_A], STUDENT_B, manual[STUDENT_B], cwd=course)
+        hub.nbgrader(INSTRUCTOR, "generate_feedback", ASSIGNMENT)
+        hub.nbgrader(INSTRUCTOR, "release_feedback", ASSIGNMENT)
+
+    with _step("2 students: fetch_feedback"):
+        pages = {}
+        for student in SAMPLE_FOR:
+            hub.nbgrader(student, "fetch_feedback", ASSIGNMENT)
+            found = sorted((control.home(student) / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
+            assert len(found) == 1, f"{student} fetched {found}"
+            pages[student] = found[0].read_text(encoding="utf-8")
+
+    entries = {s: _toc_scores(html) for s, html in pages.items()}
+    for student, toc in entries.items():
+        assert len(toc) == 15, f"{student}: summary entries {toc}"
+        assert not any("Test cell" in label for label, *_ in toc)
+        assert "apply_mask — " in " ".join(label for label, *_ in toc)
+    auto_a = [(label, score, top) for label, kind, score, top in entries[STUDENT_A] if kind == "automatic checks"]
+    assert sum(top for *_, top in auto_a) == AUTOMATIC_POINTS
+    assert all(score == top for _, score, top in auto_a), f"student A lost automatic points: {auto_a}"
+    written_a = [score for _, kind, score, _ in entries[STUDENT_A] if kind == "written response"]
+    assert written_a == [manual[STUDENT_A]] * 2
+    auto_b = {label.split(" — ")[0]: (score, top) for label, kind, score, top in entries[STUDENT_B]
+              if kind == "automatic checks"}
+    assert auto_b["apply_mask"][0] < auto_b["apply_mask"][1]
+    assert "[mask-inverted]" in pages[STUDENT_B] and "[mask-inverted]" not in pages[STUDENT_A]
+
+    # Offline page: math as MathML, no MathJax (or any other) script from the network.
+    for html in pages.values():
+        assert html.count("<math") > 50
+        assert not re.search(r"<script[^>]+src=[\"']https?:", html), "feedback loads a script from the network"
+        assert "$$\\mathrm{Attention}" not in html
