@@ -6,10 +6,10 @@ here, out of the installed package.  See `autograder.demo.submissions` for
 `Sample` and what `expect` means.
 """
 
-from autograder.demo.submissions import BUGS, CORRECT, EMPTY, ROOT, SOLUTION_NOTEBOOK, Sample, build, verdict
+from autograder.demo.submissions import BUGS, CORRECT, EMPTY, MARKER, ROOT, SOLUTION_NOTEBOOK, Sample, build, verdict
 
-__all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CORRECT", "EMPTY", "EVIDENCE", "ROOT", "SOLUTION_NOTEBOOK", "Sample",
-           "build", "verdict"]
+__all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CORRECT", "EMPTY", "EVIDENCE", "MARKER", "ROOT", "SOLUTION_NOTEBOOK",
+           "Sample", "build", "verdict"]
 
 
 
