@@ -1,6 +1,9 @@
 """The course's spine: builder, release, solution and notebook stay consistent."""
+import ast
 import inspect
+import io
 import re
+import tokenize
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +56,78 @@ def test_release_holds_no_solution_or_hidden_text():
     leaked = [line for line in (_solution_lines() - given) | set(written) if line in release]
     assert not leaked
     assert "BEGIN SOLUTION" not in release and "HIDDEN TESTS" not in release
+
+
+OPTION = re.compile(r"^\s*-\s*([A-Z])[.．]\s*(.+?)\s*$", re.M)
+CHOICE = re.compile(r"^\s*(\w+)\s*=\s*[\"']([A-Z])[\"']\s*$", re.M)
+CODE_FRAGMENT = re.compile(r"`([^`]+)`|([A-Za-z_][\w.]*\s*=\s*-?[\w.]+|[A-Za-z_][\w.]*\([^()]*\))")
+
+
+def _grade_id(cell):
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def _choice_answers():
+    """[(variable, letter, option text, grade_ids of its section)] for every choice answer in the source.
+
+    A choice answer is `name = "X"` inside a solution region; its options are the
+    `- X. text` lines of the closest markdown cell above that lists options; its
+    section runs from one `## ` heading to the next.
+    """
+    sections, options, answers = [[]], {}, []
+    for cell in nbformat.read(str(SOURCE), as_version=4).cells:
+        if cell.cell_type == "markdown" and re.match(r"\s*## ", cell.source):
+            sections.append([])
+        sections[-1].append(_grade_id(cell))
+        if cell.cell_type == "markdown" and OPTION.search(cell.source):
+            options = dict(OPTION.findall(cell.source))
+        for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S):
+            for name, letter in CHOICE.findall(region):
+                assert letter in options, f"{name} = {letter!r} has no option {letter} above it"
+                answers.append((name, letter, options[letter], sections[-1]))
+    return answers
+
+
+def _prose_of_code(source):
+    """Docstrings, comments and string literals of a code cell: the words a reader sees."""
+    texts = [node.value for node in ast.walk(ast.parse(source))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    texts += [tok.string for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+              if tok.type == tokenize.COMMENT]
+    return texts
+
+
+def _hints(option):
+    """What would give an option away: its code fragments, its English words, its Chinese phrases."""
+    fragments = {"".join(m).strip() for m in CODE_FRAGMENT.findall(option)}
+    words = {w.lower() for w in re.findall(r"[A-Za-z_]{4,}", option)}
+    phrases = {p for p in re.split(r"[\s，。、；：（）()“”,.;:`]+", option) if len(p) >= 4 and not p.isascii()}
+    return fragments, words, phrases
+
+
+def test_release_gives_no_answer_away():
+    """Every released code cell, docstrings and comments included, is scanned for the answers' hints.
+
+    A choice question is solved by debugging only if nothing the student is given names
+    the right option: no code fragment of it anywhere in the released code, and none of
+    its words or phrases in a docstring, comment or string of a released code cell of its
+    section (provided code, answer stubs and visible checks alike).
+    """
+    answers = _choice_answers()
+    assert answers, "no choice answers found in the source notebook"
+    released = [c for c in nbformat.read(str(RELEASE), as_version=4).cells if c.cell_type == "code"]
+    found = []
+    for name, letter, option, section in answers:
+        fragments, words, phrases = _hints(option)
+        for cell in released:
+            found += [(name, letter, _grade_id(cell), "code", f) for f in fragments if f in cell.source]
+            if _grade_id(cell) not in section:
+                continue
+            for text in _prose_of_code(cell.source):
+                found += [(name, letter, _grade_id(cell), "word", w, text) for w in words
+                          if re.search(rf"\b{re.escape(w)}", text.lower())]
+                found += [(name, letter, _grade_id(cell), "phrase", p, text) for p in phrases if p in text]
+    assert not found, found
 
 
 def test_release_matches_nbgrader_output(graded_course):
