@@ -52,7 +52,7 @@ def test_release_holds_no_solution_or_hidden_text():
                if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "markdown"]
     given = {line.strip() for c in nbformat.read(str(SOURCE), as_version=4).cells
              if not c.metadata.get("nbgrader", {}).get("solution") for line in c.source.splitlines()
-             if "BEGIN HIDDEN" not in c.source}  # lines the provided code shows anyway (buggy_attention)
+             if "BEGIN HIDDEN" not in c.source}  # lines the provided code shows anyway (the debugging candidates)
     leaked = [line for line in (_solution_lines() - given) | set(written) if line in release]
     assert not leaked
     assert "BEGIN SOLUTION" not in release and "HIDDEN TESTS" not in release
@@ -141,7 +141,7 @@ def test_points_add_up():
     points = [float(c.metadata["nbgrader"].get("points", 0)) for c in cells if c.metadata["nbgrader"].get("grade")]
     manual = [float(c.metadata["nbgrader"]["points"]) for c in cells
               if c.metadata["nbgrader"].get("grade") and c.metadata["nbgrader"].get("solution")]
-    assert sum(points) == 100 and sum(manual) == 5
+    assert sum(points) == 110 and sum(manual) == 5
 
 
 @pytest.mark.slow
@@ -175,8 +175,68 @@ def test_source_notebook_previews_every_hidden_check_passing(tmp_path):
     NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
-    assert len(graded) == 13
+    assert len(graded) == 18
     for cell in graded:
         text = "".join(o.get("text", "") for o in cell.outputs)
         assert not [o for o in cell.outputs if o.output_type == "error"], cell.metadata["nbgrader"]["grade_id"]
         assert "[教师预览，不计分]" in text and "全部通过" in text, (cell.metadata["nbgrader"]["grade_id"], text[-400:])
+
+
+def _provided_namespace(*grade_ids):
+    """The reference answers' globals after also running the given provided cells of the source notebook."""
+    from autograder.local import reference_namespace
+
+    cells = _cells(SOURCE)
+    namespace = reference_namespace()
+    for grade_id in grade_ids:
+        exec(compile(cells[grade_id].source, grade_id, "exec"), namespace)  # noqa: S102 - our own notebook
+    return namespace
+
+
+def _diagnose(candidate, rng):
+    """The debugging options a candidate shows on random inputs: A, or the symptoms among B, C, D."""
+    import torch
+
+    from autograder import cases
+
+    q, k = cases.randn(rng, 2, 5, 8), cases.randn(rng, 2, 7, 8)
+    eye = torch.eye(7, dtype=torch.float64).expand(2, 7, 7)  # values = identity: the output is the weights
+    mask = cases.random_bool_mask(rng, (5, 7), p_keep=0.5)
+    symptoms = set()
+    for m in (None, mask):
+        weights = candidate(q, k, eye, m)
+        _, expected = cases.sdpa(q, k, eye, m)
+        if torch.allclose(weights, expected, atol=1e-9):
+            continue
+        if not torch.allclose(weights.sum(-1), torch.ones(2, 5, dtype=torch.float64), atol=1e-9):
+            symptoms.add("B")
+        if m is not None and bool((weights[..., ~m] != 0).any()):
+            symptoms.add("C")
+        symptoms = symptoms or {"D"}
+    return symptoms or {"A"}
+
+
+def test_debugging_answer_key_matches_what_the_candidates_do():
+    """Each candidate shows exactly the one symptom the answer key gives it, when run."""
+    import torch
+
+    from autograder.checks import test_debugging
+
+    namespace = _provided_namespace("candidates")
+    rng = torch.Generator().manual_seed(0)
+    shown = {f"verdict_{i}": _diagnose(namespace[f"candidate_{i}"], rng) for i in (1, 2, 3)}
+    assert shown == {name: {letter} for name, letter in test_debugging.VERDICTS.items()}
+    assert len(set(test_debugging.VERDICTS.values())) == 3, "each candidate should need its own diagnosis"
+    assert _diagnose(namespace["fixed_attention"], rng) == {"A"}
+
+
+def test_answer_keys_use_the_notebooks_own_inputs():
+    """The hidden checks' copies of the lesson's demo inputs are the ones the notebook shows."""
+    import torch
+
+    from autograder.checks import test_causal_alignment, test_empty_rows
+
+    namespace = _provided_namespace("empty-rows-demo")
+    assert torch.equal(namespace["mask_demo"], test_empty_rows.MASK)
+    task = _cells(SOURCE)["causal-align-task"].source
+    assert f"$L = {test_causal_alignment.L}$、$S = {test_causal_alignment.S}$" in task

@@ -35,7 +35,7 @@ def main():
             caught = sample.kind != "bug" or earned < sum(m for _, m in cells.values())
             diagnosed = set(sample.codes) <= set(shown)
             tally.setdefault(sample.kind, []).append((ok, caught, diagnosed))
-            rows.append((sample.name, sample.kind, sample.expect, f"{earned:g}/95", ",".join(shown) or "-",
+            rows.append((sample.name, sample.kind, sample.expect, f"{earned:g}/{sum(m for _, m in cells.values()):g}", ",".join(shown) or "-",
                          f"{report.get('seconds', 0):.1f}s", "ok" if ok else "UNEXPECTED: " + why))
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for row in rows:
