@@ -558,7 +558,7 @@ TENSOR_PARTS = ("attention_scores-check", "scale_scores-check", "apply_mask-chec
 # Grade cells that read answer variables (no tensors from the student's functions).
 ANSWER_PARTS = ("hand-calc-check", "shapes-check", "why-scale-check", "causal-align-check", "mha-mask-check",
                 "empty-rows-check", "bug-choice-check", "dropout-check")
-SOFTMAX_PARTS = ("softmax-check", "scaled_dot_product_attention-check", "fixed_attention-check", "device_dtype-check")
+SOFTMAX_PARTS = ("softmax-check", "scaled_dot_product_attention-check", "device_dtype-check")
 
 # -- built-ins in disguise (found by a red-team pass over the static scan) ------------
 CAPTURED_REFS = """

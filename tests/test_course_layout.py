@@ -240,3 +240,18 @@ def test_answer_keys_use_the_notebooks_own_inputs():
     assert torch.equal(namespace["mask_demo"], test_empty_rows.MASK)
     task = _cells(SOURCE)["causal-align-task"].source
     assert f"$L = {test_causal_alignment.L}$、$S = {test_causal_alignment.S}$" in task
+
+
+def test_bottom_right_mask_is_what_pytorch_calls_causal_lower_right():
+    """The lesson's bottom-right mask (tril(S - L)) is torch.nn.attention.bias.causal_lower_right."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention.bias import causal_lower_right, causal_upper_left
+
+    namespace = _provided_namespace("causal-align-demo")
+    L, S = namespace["L_demo"], namespace["S_demo"]
+    q, k = torch.randn(1, L, 8, dtype=torch.float64), torch.randn(1, S, 8, dtype=torch.float64)
+    eye = torch.eye(S, dtype=torch.float64)[None]  # values = identity: the output is the weights
+    for bias, ours in ((causal_lower_right(L, S), namespace["bottom_right"]), (causal_upper_left(L, S), namespace["top_left"])):
+        weights = F.scaled_dot_product_attention(q, k, eye, attn_mask=bias)
+        assert torch.equal(weights[0] > 0, ours)

@@ -512,22 +512,20 @@ print("✓ 格式检查通过（答案在评分时检查）。")
 '''
 
 CAUSAL_ALIGN_DEMO = r'''
-from torch.nn.attention.bias import causal_lower_right
-
 L_demo, S_demo = 3, 5
 top_left = torch.ones(L_demo, S_demo, dtype=torch.bool).tril()
 bottom_right = torch.ones(L_demo, S_demo, dtype=torch.bool).tril(diagonal=S_demo - L_demo)
-print("左上角对齐（is_causal=True），1 = 可以关注：")
+print("左上角对齐（is_causal=True，causal_upper_left），1 = 可以关注：")
 print(top_left.int())
-print("右下角对齐：")
+print("右下角对齐（causal_lower_right）：")
 print(bottom_right.int())
 
-# causal_lower_right(L, S) 可以直接作为 attn_mask 传入；它与上面的布尔掩码给出同样的结果
+# 同样的查询、键、值：左上角对齐下每个查询都少看了 S - L = 2 个键，所以每个查询的输出都不同
 torch.manual_seed(4)
 q_, k_, v_ = torch.randn(1, L_demo, 8), torch.randn(1, S_demo, 8), torch.randn(1, S_demo, 2)
-by_bias = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=causal_lower_right(L_demo, S_demo))
-by_mask = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=bottom_right)
-print("两者的最大差异:", (by_bias - by_mask).abs().max().item())
+by_top_left = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=top_left)
+by_bottom_right = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=bottom_right)
+print("每个查询两种输出的最大差异:", (by_top_left - by_bottom_right).abs().amax(dim=-1)[0].tolist())
 '''
 
 CAUSAL_ALIGN_ANSWERS = r'''
