@@ -12,10 +12,10 @@ import torch
 
 
 def attention_scores(q, k):
-    """Raw dot-product scores between queries and keys, without scaling.
+    """查询与键的原始点积分数（不缩放）。
 
-    q: [..., L, d_k], k: [..., S, d_k] -> scores [..., L, S].
-    Leading batch/head dims broadcast. Raises ValueError when d_k differs.
+    q: [..., L, d_k]，k: [..., S, d_k]，返回分数 [..., L, S]。
+    前导的批量维、头维可以广播。q 与 k 的最后一维 d_k 不一致时抛出 ValueError。
     """
     ### BEGIN SOLUTION
     if q.dim() < 2 or k.dim() < 2:
@@ -27,9 +27,9 @@ def attention_scores(q, k):
 
 
 def scale_scores(scores, d_k):
-    """Divide the scores by sqrt(d_k) so their size does not grow with d_k.
+    """把分数除以 sqrt(d_k)，使分数的尺度不随 d_k 增大。
 
-    scores: [..., L, S], d_k: positive int -> tensor of the same shape and dtype.
+    scores: [..., L, S]，d_k: 正整数。返回形状与 dtype 都不变的张量。
     """
     ### BEGIN SOLUTION
     if d_k <= 0:
@@ -39,14 +39,14 @@ def scale_scores(scores, d_k):
 
 
 def apply_mask(scores, mask=None):
-    """Apply an attention mask to the scores before softmax.
+    """在 softmax 之前把掩码施加到分数上。
 
-    scores: [..., L, S]. mask broadcasts to scores and is either
-    - bool: True = may attend (as in F.scaled_dot_product_attention);
-      disallowed positions become -inf;
-    - float: added to the scores (0 = allowed, -inf = forbidden);
-    - None: the scores are returned unchanged.
-    Returns a new tensor; the input is never modified in place.
+    scores: [..., L, S]。mask 能广播到 scores 的形状，可以是：
+    - 布尔张量：True = 允许关注（与 F.scaled_dot_product_attention 相同），
+      不允许的位置变为 -inf；
+    - 浮点张量：直接加到分数上（0 = 允许，-inf = 禁止）；
+    - None：原样返回分数。
+    返回新张量，不原地修改输入。
     """
     ### BEGIN SOLUTION
     if mask is None:
@@ -60,11 +60,11 @@ def apply_mask(scores, mask=None):
 
 
 def softmax(x, dim=-1):
-    """Numerically stable softmax along ``dim``, written by hand.
+    """沿 dim 手写的数值稳定 softmax。
 
-    Subtracts the maximum of each slice along ``dim`` before exp. A slice that
-    is entirely -inf (a query with no allowed key) gives zeros, not NaN.
-    Output has the shape, dtype and device of x.
+    取指数之前，每个切片先减去它自己沿 dim 的最大值。整个切片都是 -inf 时
+    （某个查询没有任何允许的键），输出全 0 而不是 NaN。
+    输出的形状、dtype、device 与 x 相同。
     """
     ### BEGIN SOLUTION
     slice_max = x.amax(dim=dim, keepdim=True)
@@ -76,10 +76,10 @@ def softmax(x, dim=-1):
 
 
 def attention_output(weights, v):
-    """Weighted sum of the values.
+    """用权重对值加权求和。
 
-    weights: [..., L, S], v: [..., S, d_v] -> output [..., L, d_v].
-    Raises ValueError when the key positions S do not match.
+    weights: [..., L, S]，v: [..., S, d_v]，返回输出 [..., L, d_v]。
+    键的位置数 S 对不上时抛出 ValueError。
     """
     ### BEGIN SOLUTION
     if weights.shape[-1] != v.shape[-2]:
@@ -89,12 +89,12 @@ def attention_output(weights, v):
 
 
 def scaled_dot_product_attention(q, k, v, mask=None):
-    """softmax(q k^T / sqrt(d_k) + M) v, composed from the five functions above.
+    """softmax(q kᵀ / sqrt(d_k) + M) v，由上面五个函数组合而成。
 
-    q: [..., L, d_k], k: [..., S, d_k], v: [..., S, d_v], mask broadcast to
-    [..., L, S] (bool True = may attend, or additive float).
-    Returns (output [..., L, d_v], weights [..., L, S]). Rows without any
-    allowed key get zero weights and a zero output (as torch >= 2.5 does).
+    q: [..., L, d_k]，k: [..., S, d_k]，v: [..., S, d_v]，mask 能广播到
+    [..., L, S]（布尔：True = 允许关注；或加性浮点掩码）。
+    返回 (output [..., L, d_v], weights [..., L, S])。没有任何允许键的查询行
+    权重与输出全为 0（与 torch >= 2.5 相同）。
     """
     ### BEGIN SOLUTION
     if k.shape[-2] != v.shape[-2]:
@@ -106,10 +106,10 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 
 
 def causal_mask(L, S, device=None):
-    """Causal mask, True = may attend: query i sees keys j <= i.
+    """因果掩码，True = 允许关注：查询 i 能看到 j <= i 的键。
 
-    Returns bool [L, S], aligned to the top-left corner exactly like
-    ``is_causal=True`` in F.scaled_dot_product_attention.
+    返回布尔张量 [L, S]，左上角对齐，与 F.scaled_dot_product_attention 的
+    is_causal=True 完全一致。
     """
     ### BEGIN SOLUTION
     return torch.ones(L, S, dtype=torch.bool, device=device).tril()
@@ -117,11 +117,10 @@ def causal_mask(L, S, device=None):
 
 
 def key_padding_to_attn_mask(key_padding_mask):
-    """Convert a MultiheadAttention key_padding_mask to an SDPA bool mask.
+    """把 nn.MultiheadAttention 的 key_padding_mask 转换成 SDPA 约定的布尔掩码。
 
-    key_padding_mask: [B, S] bool, True = padding (ignore).
-    Returns [B, 1, 1, S] bool, True = may attend, broadcasting over heads and
-    queries.
+    key_padding_mask: [B, S] 布尔张量，True = 填充位置（忽略）。
+    返回 [B, 1, 1, S] 布尔张量，True = 允许关注，可在头维和查询维上广播。
     """
     ### BEGIN SOLUTION
     if key_padding_mask.dim() != 2:
@@ -131,11 +130,18 @@ def key_padding_to_attn_mask(key_padding_mask):
 
 
 def fixed_attention(q, k, v, mask=None):
-    """The debugging task's function with its bug fixed (softmax over keys)."""
+    """找 bug 练习中你修好的注意力。
+
+    接口与三个候选实现相同：q: [..., L, d_k]，k: [..., S, d_k]，v: [..., S, d_v]，
+    mask 为布尔掩码（True = 允许关注）或 None。返回输出 [..., L, d_v]。
+    """
     ### BEGIN SOLUTION
+    # 修的是 candidate_1：它先求了每一行的总和，再把被屏蔽的键清零，
+    # 于是这些键仍然算在分母里。掩码要在 softmax 之前施加。
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = softmax(scores, dim=-1)
-    return weights @ v
+    exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    total = exps.sum(dim=-1, keepdim=True)
+    return (exps / total) @ v
     ### END SOLUTION

@@ -53,7 +53,12 @@ def {name}(*args, **kwargs):
                  "causal_mask", "key_padding_to_attn_mask", "fixed_attention")}
 GARBAGE["hand-calc-answers"] = "hand_scores = hand_scaled = hand_weights = [0, 0, 0]\nhand_output = hand_masked_output = 0"  # noqa: E501 - test data
 GARBAGE["shape-answers"] = "shape_scores = shape_weights = shape_output = shape_padding_mask = (1,)\nsoftmax_dim = 0"
-GARBAGE["bug-choice"] = 'bug_choice = "A"'
+GARBAGE["bug-choice"] = 'verdict_1 = verdict_2 = verdict_3 = "D"'
+GARBAGE["scale-answer"] = 'scale_answer = "A"'
+GARBAGE["causal-align-answers"] = "n_keys_top_left = n_keys_bottom_right = 6"
+GARBAGE["mha-mask-answer"] = 'mha_mask_answer = "A"'
+GARBAGE["empty-rows-answers"] = "n_empty_rows = 0\nfill_weight = 0.0"
+GARBAGE["dropout-answers"] = 'dropout_kept_value = 0.4\ndropout_sdpa_answer = "A"'
 GARBAGE["scaled_dot_product_attention"] = """
 def scaled_dot_product_attention(q, k, v, mask=None):
     return torch.zeros(1), torch.zeros(1)
@@ -231,7 +236,7 @@ def key_padding_to_attn_mask(key_padding_mask):
     return torch.zeros(B, 1, 1, S, dtype=torch.bool).to_sparse()
 """
 NONE_ANSWERS = {name: f"def {name}(*args, **kwargs):\n    return None\n" for name in GARBAGE
-                if name not in ("hand-calc-answers", "shape-answers", "bug-choice")}
+                if name.isidentifier()}  # function cells; the others hold answer variables
 
 # The runner's encoder, patched from student code: tensors go out without their values.
 STRIP_TENSOR_DATA = """
@@ -249,7 +254,10 @@ _wire.encode = _no_values
 TENSOR_PARTS = ("attention_scores-check", "scale_scores-check", "apply_mask-check", "softmax-check",
                 "attention_output-check", "scaled_dot_product_attention-check", "causal_mask-check",
                 "key_padding_to_attn_mask-check", "fixed_attention-check", "device_dtype-check")
-SOFTMAX_PARTS = ("softmax-check", "scaled_dot_product_attention-check", "fixed_attention-check", "device_dtype-check")
+# Grade cells that read answer variables (no tensors from the student's functions).
+ANSWER_PARTS = ("hand-calc-check", "shapes-check", "why-scale-check", "causal-align-check", "mha-mask-check",
+                "empty-rows-check", "bug-choice-check", "dropout-check")
+SOFTMAX_PARTS = ("softmax-check", "scaled_dot_product_attention-check", "device_dtype-check")
 
 # -- built-ins in disguise (found by a red-team pass over the static scan) ------------
 CAPTURED_REFS = """
@@ -484,7 +492,7 @@ EVIDENCE = [
     Sample("attack-deep-expression", "attack", "full", append=(DEEP_EXPRESSION,),
            note="the static scan must not crash the grader"),
     Sample("attack-stop-and-small-pipe", "attack", "lose", append=(STOP_AND_SMALL_PIPE, BIG_CELL),
-           lose=tuple(g for g in TENSOR_PARTS) + ("hand-calc-check", "shapes-check", "bug-choice-check"),
+           lose=tuple(g for g in TENSOR_PARTS) + ANSWER_PARTS,
            note="every wait on the runner has a wall-clock deadline"),
     Sample("attack-output-flood", "attack", "full", append=(OUTPUT_FLOOD, "print('y' * 8_000_000)"),
            note="outputs are capped in the grader: the notebook stays small"),

@@ -26,8 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
+from autograder.nbgrader.cells import is_test_cell, nbgrader_meta
 from hub import control
 from hub.control import ASSIGNMENT, INSTRUCTOR
 from tests import catalogue as samples
@@ -45,8 +47,16 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 STUDENT_A, STUDENT_B = control.STUDENTS[:2]
 BUGGY = "bug-mask-inverted"
-AUTOMATIC_POINTS = 95.0
 MANUAL = {STUDENT_A: "2.5", STUDENT_B: "1"}
+def _automatic_cells():
+    """(count, points) of the source notebook's autograded test cells."""
+    nb = nbformat.read(str(Path(__file__).resolve().parents[1] / "source" / "sdpa" / "sdpa.ipynb"), as_version=4)
+    points = [float(nbgrader_meta(c).get("points", 0)) for c in nb.cells if is_test_cell(c)]
+    return len(points), sum(points)
+
+
+AUTOMATIC_CELLS, AUTOMATIC_POINTS = _automatic_cells()
+
 # Bounds for a loaded 2-core machine; a normal run is much faster.
 PAGE_S = 120
 ACTION_S = 300
@@ -336,7 +346,7 @@ def test_semester_on_jupyterhub(hub, browser, shots_on_failure):
     html_a = _fetch_feedback(hub, page_a, STUDENT_A, "40-student-a")
     entries = _toc_scores(page_a)
     auto = [e for e in entries if e[1] == "automatic checks"]
-    assert len(auto) == 13 and sum(top for *_, top in auto) == AUTOMATIC_POINTS, entries
+    assert len(auto) == AUTOMATIC_CELLS and sum(top for *_, top in auto) == AUTOMATIC_POINTS, entries
     assert all(score == top for _, _, score, top in auto), f"student A lost automatic points: {auto}"
     assert [e[2] for e in entries if e[1] == "written response"] == [2.5, 2.5]
     _fetch_feedback(hub, page_b, STUDENT_B, "50-student-b")

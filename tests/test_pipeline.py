@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 def test_sample_graded_as_expected(graded_course, sample):
     cells = graded_course["grades"].get(sample.name)
     assert cells, f"{sample.name} was not graded:\n{graded_course['autograde'].stderr[-3000:]}"
-    assert sum(top for _, top in cells.values()) == 95.0, "the automatic points of the notebook changed"
+    assert sum(top for _, top in cells.values()) == 105.0, "the automatic points of the notebook changed"
     shown = {code for cell in grading_report(graded_course["root"], sample.name)["cells"]
              for check in cell["checks"] for code in check["codes"]}
     ok, why = catalogue.verdict(sample, cells, shown)
@@ -42,9 +42,9 @@ def test_feedback_has_summary_and_no_hidden_code(graded_course):
 
 def test_export_matches_gradebook(graded_course):
     rows = {r["student_id"]: r for r in csv.DictReader(open(graded_course["root"] / "grades.csv"))}
-    assert float(rows["correct-reference"]["raw_score"]) == 95.0
+    assert float(rows["correct-reference"]["raw_score"]) == 105.0
     assert float(rows["empty-release"]["raw_score"]) == 0.0
-    assert 0 < float(rows["bug-scale-missing"]["raw_score"]) < 95.0
+    assert 0 < float(rows["bug-scale-missing"]["raw_score"]) < 105.0
 
 
 SANDBOXED = ("attack-read-solutions", "attack-gradebook-and-grader-files", "attack-network")
@@ -146,4 +146,4 @@ def test_tampering_is_flagged_for_review_and_costs_nothing_by_itself(graded_cour
     # Flagged, yet graded on its answers alone: full marks.
     assert grading_report(root, "attack-leave-traces")["review"]
     cells = graded_course["grades"]["attack-leave-traces"]
-    assert sum(s for s, _ in cells.values()) == 95
+    assert sum(s for s, _ in cells.values()) == 105

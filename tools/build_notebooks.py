@@ -63,6 +63,13 @@ def solution(grade_id, source):
     return cell
 
 
+def scratch(grade_id, source):
+    """An unlocked, ungraded code cell for the student's own experiments (not run at grading)."""
+    cell = nbformat.v4.new_code_cell(source.strip("\n"), metadata=_meta(grade_id, locked=False, tags=RUN_ON))
+    cell.id = grade_id
+    return cell
+
+
 def function_cell(name):
     return solution(name, inspect.getsource(getattr(sdpa, name)))
 
@@ -82,7 +89,9 @@ def written(grade_id, answer, points):
 
 
 SETUP = r'''
+import decimal
 import math
+import numbers
 import warnings
 
 import torch
@@ -124,6 +133,37 @@ class visible_check:
         return False
 
 
+def check_choice(value, name, letters):
+    """选择题的格式检查：一个大写字母的字符串。"""
+    if value is ...:
+        raise NotDoneYet(f"{name} 还没有填写。")
+    assert isinstance(value, str) and value.strip().upper() in list(letters), \
+        f"{name} 应是 {letters[0]}–{letters[-1]} 中的一个字母（字符串），现在是 {value!r}。"
+
+
+def check_integer(value, name):
+    """整数答案的格式检查：int、numpy 整数或 0 维整数张量都可以。"""
+    if value is ...:
+        raise NotDoneYet(f"{name} 还没有填写。")
+    plain = value.tolist() if hasattr(value, "tolist") else value
+    assert isinstance(plain, numbers.Integral) and not isinstance(plain, bool), \
+        f"{name} 应是一个整数，现在是 {value!r}。"
+    return int(plain)
+
+
+def check_number(value, name):
+    """数值答案的格式检查：一个实数（int、float、Fraction、numpy 标量或单元素张量）。"""
+    if value is ...:
+        raise NotDoneYet(f"{name} 还没有填写。")
+    plain = value.tolist() if hasattr(value, "tolist") else value
+    while isinstance(plain, (list, tuple)) and len(plain) == 1:
+        plain = plain[0]
+    assert isinstance(plain, (numbers.Real, decimal.Decimal)) and not isinstance(plain, bool), \
+        f"{name} 应是一个数，现在是 {value!r}。"
+    assert math.isfinite(float(plain)), f"{name} 应是一个有限的数，现在是 {value!r}。"
+    return float(plain)
+
+
 def run_hidden_checks(part):
     """隐藏检查在评分时、在隔离的评分进程中运行；学生的 notebook 里不会调用它。
 
@@ -143,7 +183,7 @@ k = torch.tensor([[0.0], [math.log(3.0)]], dtype=torch.float64)
 v = torch.tensor([[10.0], [20.0]], dtype=torch.float64)
 
 scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-exps = torch.exp(scores - scores.max())
+exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))  # 每一行减去自己这一行的最大值
 weights = exps / exps.sum(dim=-1, keepdim=True)
 print("权重:", weights.tolist())          # [[0.25, 0.75]]
 print("输出:", (weights @ v).item())      # 17.5
@@ -291,7 +331,7 @@ with visible_check("scaled_dot_product_attention"):
     out_, w_ = scaled_dot_product_attention(q_, k_, v_)
     assert abs(out_.item() - 17.5) < 1e-9, f"课文例子的输出应为 17.5，现在是 {out_.item()}。"
     out_, _ = scaled_dot_product_attention(q_, k_, v_, torch.tensor([[True, False]]))
-    assert abs(out_.item() - 10.0) < 1e-9, f"屏蔽第二个 Key 后输出应为 10，现在是 {out_.item()}。"
+    assert abs(out_.item() - 10.0) < 1e-9, f"屏蔽第二个键后输出应为 10，现在是 {out_.item()}。"
     out_, _ = scaled_dot_product_attention(torch.zeros(1, 1, dtype=torch.float64), k_, v_)
     assert abs(out_.item() - 15.0) < 1e-9, f"q=0 时输出应为 15，现在是 {out_.item()}。"
     out_, w_ = scaled_dot_product_attention(torch.randn(2, 4, 5, 8), torch.randn(2, 4, 7, 8), torch.randn(2, 4, 7, 3))
@@ -309,11 +349,11 @@ with visible_check("causal_mask"):
 
 PADDING_CHECK = r'''
 with visible_check("key_padding_to_attn_mask"):
-    kpm_ = torch.tensor([[False, False, True]])  # MultiheadAttention 约定：True = padding
+    kpm_ = torch.tensor([[False, False, True]])  # MultiheadAttention 约定：True = 填充位置
     m_ = key_padding_to_attn_mask(kpm_)
     assert m_.shape == (1, 1, 1, 3), f"形状应为 [B, 1, 1, S] = [1, 1, 1, 3]，现在是 {list(m_.shape)}。"
     assert m_.dtype == torch.bool, "结果应是布尔张量。"
-    assert m_[0, 0, 0].tolist() == [True, True, False], "SDPA 约定里 True = 允许关注，padding 位置应为 False。"
+    assert m_[0, 0, 0].tolist() == [True, True, False], "SDPA 约定里 True = 允许关注，填充位置应为 False。"
 '''
 
 HEATMAP = r'''
@@ -333,46 +373,287 @@ except NotImplementedError:
     print("先完成上面的函数，再运行这个单元格来画热力图。")
 '''
 
-BUGGY = r'''
-def buggy_attention(q, k, v, mask=None):
-    """一个有 bug 的注意力实现（只有一处错误）。"""
+CANDIDATES = r'''
+def candidate_1(q, k, v, mask=None):
+    """候选实现 1。"""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    total = exps.sum(dim=-1, keepdim=True)
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    exps = torch.exp(scores - scores.amax(dim=-2, keepdim=True))
-    weights = exps / exps.sum(dim=-2, keepdim=True)
-    return weights @ v
+        exps = exps.masked_fill(~mask, 0.0)
+    return (exps / total) @ v
 
 
+def candidate_2(q, k, v, mask=None):
+    """候选实现 2。"""
+    scores = torch.einsum("...ld,...sd->...ls", q / math.sqrt(q.shape[-1]), k)
+    if mask is not None:
+        scores = scores + torch.log(mask.to(scores.dtype))
+    scores = scores - scores.amax(dim=-1, keepdim=True)
+    return (scores.exp() / scores.exp().sum(dim=-1, keepdim=True)) @ v
+
+
+def candidate_3(q, k, v, mask=None):
+    """候选实现 3。"""
+    scores = q @ k.mT * q.shape[-1] ** -0.5
+    if mask is not None:
+        scores = torch.where(mask, scores, scores.amin(dim=-1, keepdim=True))
+    exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return (exps / exps.sum(dim=-1, keepdim=True)) @ v
+
+
+# 探针输入：2 个样本，L = 4 个查询，S = 6 个键，d_k = 8，d_v = 3
 torch.manual_seed(1)
-q_demo, k_demo, v_demo = torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 2)
-print("buggy_attention 的输出：")
-print(buggy_attention(q_demo, k_demo, v_demo))
+q_probe, k_probe, v_probe = torch.randn(2, 4, 8), torch.randn(2, 6, 8), torch.randn(2, 6, 3)
+mask_probe = torch.rand(4, 6) < 0.5
+mask_probe[:, 0] = True  # 每个查询至少可以关注第 0 个键
+print("mask_probe（1 = 允许关注）：")
+print(mask_probe.int())
 '''
 
-BUG_CHOICE = r'''
-bug_choice = ...  # 填一个字母，例如 "A"
+DIAGNOSIS = r'''
+# 诊断：在这里写代码检查三个候选实现（这个单元格不计分，评分时也不运行）。
+# 下面是一个开头：行和探针，只试了 candidate_1、不带掩码。请补上掩码探针、另外两个候选和带掩码的情况。
+eye_ = torch.eye(6).expand(2, 6, 6)  # 值取单位矩阵：输出的每一行就是这个查询的权重
+w_ = candidate_1(q_probe, k_probe, eye_)
+print("candidate_1（无掩码）每个查询的权重之和：")
+print(w_.sum(dim=-1))
+'''
+
+VERDICTS = r'''
+# 每个候选填一个字母："A"、"B"、"C" 或 "D"
+verdict_1 = ...
+verdict_2 = ...
+verdict_3 = ...
 ### BEGIN SOLUTION
-bug_choice = "B"
+verdict_1 = "B"
+verdict_2 = "A"
+verdict_3 = "C"
 ### END SOLUTION
 '''
 
-BUG_CHOICE_CHECK = r'''
-assert bug_choice is not ..., "bug_choice 还没有填写。"
-assert isinstance(bug_choice, str) and bug_choice.strip().upper() in list("ABCDE"), "bug_choice 应是 A–E 中的一个字母。"
+VERDICTS_CHECK = r'''
+for name_ in ("verdict_1", "verdict_2", "verdict_3"):
+    check_choice(globals()[name_], name_, "ABCD")
 print("✓ 格式检查通过（答案在评分时检查）。")
 '''
 
 FIXED_CHECK = r'''
 with visible_check("fixed_attention"):
-    out_ = fixed_attention(q_demo, k_demo, v_demo)
-    assert out_.shape == (3, 2), f"输出形状应为 [3, 2]，现在是 {list(out_.shape)}。"
-    try:
-        reference_, _ = scaled_dot_product_attention(q_demo, k_demo, v_demo)
-    except NotImplementedError:
-        reference_ = None
-    if reference_ is not None:
-        assert torch.allclose(out_, reference_, atol=1e-5), "fixed_attention 与你的 scaled_dot_product_attention 结果不一致。"
+    for mask_ in (None, mask_probe):
+        out_ = fixed_attention(q_probe, k_probe, v_probe, mask_)
+        assert out_.shape == (2, 4, 3), f"输出形状应为 [2, 4, 3]，现在是 {list(out_.shape)}。"
+        try:
+            reference_, _ = scaled_dot_product_attention(q_probe, k_probe, v_probe, mask_)
+        except NotImplementedError:
+            reference_ = None
+        if reference_ is not None:
+            assert torch.allclose(out_, reference_, atol=1e-5), \
+                f"fixed_attention 与你的 scaled_dot_product_attention 结果不一致（{'有' if mask_ is not None else '无'}掩码）。"
+'''
+
+WHY_SCALE = r'''
+# 实验：S = 16 个键，查询和键的分量独立取自 N(0, 1)，比较不缩放与除以 sqrt(d_k)
+torch.manual_seed(0)
+n_keys, n_queries = 16, 2000
+dims = [2 ** i for i in range(10)]  # 1, 2, 4, ..., 512
+
+
+def row_softmax(x):
+    exps = torch.exp(x - x.amax(dim=-1, keepdim=True))
+    return exps / exps.sum(dim=-1, keepdim=True)
+
+
+def jacobian_norm(p):
+    """每个查询的雅可比矩阵 diag(p) - p pᵀ 的 Frobenius 范数。"""
+    jac = torch.diag_embed(p) - p[..., :, None] * p[..., None, :]
+    return jac.flatten(-2).norm(dim=-1)
+
+
+curves = {"no scaling": ([], []), "divided by sqrt(d_k)": ([], [])}
+for d in dims:
+    q_ = torch.randn(n_queries, d)
+    k_ = torch.randn(n_keys, d)
+    raw_ = q_ @ k_.transpose(-2, -1)
+    for label, s_ in (("no scaling", raw_), ("divided by sqrt(d_k)", raw_ / math.sqrt(d))):
+        p_ = row_softmax(s_)
+        curves[label][0].append(p_.amax(dim=-1).mean().item())
+        curves[label][1].append(jacobian_norm(p_).mean().item())
+
+print(" d_k | 平均最大权重：不缩放  缩放 | 雅可比范数：不缩放  缩放")
+for i, d in enumerate(dims):
+    (m0, g0), (m1, g1) = [(curves[label][0][i], curves[label][1][i]) for label in curves]
+    print(f"{d:4d} |              {m0:.3f}  {m1:.3f} |            {g0:.3f}  {g1:.3f}")
+
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+for (label, (peak, grad)), style in zip(curves.items(), ("o-", "s--")):
+    axes[0].plot(dims, peak, style, label=label)
+    axes[1].plot(dims, grad, style, label=label)
+axes[0].axhline(1 / n_keys, color="gray", lw=0.8, ls=":", label="uniform (1/16)")
+axes[0].set(xscale="log", xlabel="d_k", ylabel="mean of the largest weight", ylim=(0, 1.05))
+axes[1].set(xscale="log", xlabel="d_k", ylabel="mean Frobenius norm of the Jacobian", ylim=(0, None))
+for ax in axes:
+    ax.set_xticks(dims, [str(d) for d in dims])
+    ax.legend()
+fig.tight_layout()
+plt.show()
+'''
+
+SCALE_ANSWER = r'''
+scale_answer = ...  # 填一个字母
+### BEGIN SOLUTION
+scale_answer = "C"
+### END SOLUTION
+'''
+
+SCALE_ANSWER_CHECK = r'''
+check_choice(scale_answer, "scale_answer", "ABCD")
+print("✓ 格式检查通过（答案在评分时检查）。")
+'''
+
+CAUSAL_ALIGN_DEMO = r'''
+L_demo, S_demo = 3, 5
+top_left = torch.ones(L_demo, S_demo, dtype=torch.bool).tril()
+bottom_right = torch.ones(L_demo, S_demo, dtype=torch.bool).tril(diagonal=S_demo - L_demo)
+print("左上角对齐（is_causal=True，causal_upper_left），1 = 可以关注：")
+print(top_left.int())
+print("右下角对齐（causal_lower_right）：")
+print(bottom_right.int())
+
+# 同样的查询、键、值：左上角对齐下每个查询都少看了 S - L = 2 个键，所以每个查询的输出都不同
+torch.manual_seed(4)
+q_, k_, v_ = torch.randn(1, L_demo, 8), torch.randn(1, S_demo, 8), torch.randn(1, S_demo, 2)
+by_top_left = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=top_left)
+by_bottom_right = F.scaled_dot_product_attention(q_, k_, v_, attn_mask=bottom_right)
+print("每个查询两种输出的最大差异:", (by_top_left - by_bottom_right).abs().amax(dim=-1)[0].tolist())
+'''
+
+CAUSAL_ALIGN_ANSWERS = r'''
+n_keys_top_left = ...      # 一个 int
+n_keys_bottom_right = ...  # 一个 int
+### BEGIN SOLUTION
+n_keys_top_left = 1
+n_keys_bottom_right = 5
+### END SOLUTION
+'''
+
+CAUSAL_ALIGN_CHECK = r'''
+top_ = check_integer(n_keys_top_left, "n_keys_top_left")
+bottom_ = check_integer(n_keys_bottom_right, "n_keys_bottom_right")
+assert 0 <= top_ <= 6 and 0 <= bottom_ <= 6, "一共只有 S = 6 个键，能关注的键数在 0 到 6 之间。"
+print("✓ 格式与范围检查通过（答案在评分时检查）。")
+'''
+
+MHA_DEMO = r'''
+torch.manual_seed(5)
+mha = torch.nn.MultiheadAttention(embed_dim=4, num_heads=1, batch_first=True)
+x_ = torch.randn(1, 3, 4)  # 1 个样本、3 个位置的自注意力
+blocked = torch.ones(3, 3, dtype=torch.bool).triu(diagonal=1)  # 上三角（j > i）为 True
+with torch.no_grad():
+    _, weights_mha = mha(x_, x_, x_, attn_mask=blocked)
+print("传给 attn_mask 的布尔掩码（1 = True）：")
+print(blocked.int())
+print("nn.MultiheadAttention 返回的权重：")
+print(weights_mha[0])
+'''
+
+MHA_ANSWER = r'''
+mha_mask_answer = ...  # 填一个字母
+### BEGIN SOLUTION
+mha_mask_answer = "B"
+### END SOLUTION
+'''
+
+MHA_CHECK = r'''
+check_choice(mha_mask_answer, "mha_mask_answer", "ABCD")
+print("✓ 格式检查通过（答案在评分时检查）。")
+'''
+
+EMPTY_ROWS_DEMO = r'''
+causal_demo = torch.ones(4, 4, dtype=torch.bool).tril()
+real_tokens = torch.tensor([[True, True, True, True],     # 样本 0：没有填充
+                            [False, False, True, True]])  # 样本 1：开头补了 2 个填充位置
+mask_demo = causal_demo & real_tokens[:, None, :]  # [2, 4, 4]，True = 允许关注
+print("mask_demo（1 = 允许关注）：")
+print(mask_demo.int())
+
+torch.manual_seed(6)
+q_, k_, v_ = torch.randn(2, 4, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 3)
+print("样本 1 的输出，F.scaled_dot_product_attention：")
+print(F.scaled_dot_product_attention(q_, k_, v_, attn_mask=mask_demo)[1])
+scores_ = (q_ @ k_.transpose(-2, -1) / math.sqrt(8)).masked_fill(~mask_demo, float("-inf"))
+print("样本 1 的输出，文档参考代码的做法（填 -inf 后直接做普通 softmax）：")
+print((torch.softmax(scores_, dim=-1) @ v_)[1])
+try:
+    out_, _ = scaled_dot_product_attention(q_, k_, v_, mask_demo)
+    print("样本 1 的输出，你的 scaled_dot_product_attention：")
+    print(out_[1])
+except NotImplementedError:
+    print("（完成 scaled_dot_product_attention 之后，这里还会打印你的结果。）")
+'''
+
+EMPTY_ROWS_ANSWERS = r'''
+n_empty_rows = ...  # 用代码从 mask_demo 算出（一个 int）
+fill_weight = ...   # 一个数
+### BEGIN SOLUTION
+# int((~mask_demo.any(dim=-1)).sum()) 得到 2：样本 1 的前两个查询只能看到填充位置
+n_empty_rows = 2
+# 这一行的 4 个分数都是 -1e9，减去最大值后全为 0，softmax 给出均匀权重
+fill_weight = 1 / 4
+### END SOLUTION
+'''
+
+EMPTY_ROWS_CHECK = r'''
+rows_ = check_integer(n_empty_rows, "n_empty_rows")
+assert 0 <= rows_ <= 8, "mask_demo 一共只有 2 × 4 = 8 个查询行。"
+weight_ = check_number(fill_weight, "fill_weight")
+assert 0 <= weight_ <= 1, "softmax 权重在 0 到 1 之间。"
+print("✓ 格式与范围检查通过（答案在评分时检查）。")
+'''
+
+DROPOUT_DEMO = r'''
+torch.manual_seed(7)
+drop = torch.nn.Dropout(p=0.5)
+row = torch.full((8,), 0.125)  # 一行均匀的权重，和为 1
+
+drop.train()
+trained = drop(row)
+print("训练模式:", trained.tolist(), " 和 =", round(trained.sum().item(), 4))
+drop.eval()
+evaluated = drop(row)
+print("评估模式:", evaluated.tolist(), " 和 =", round(evaluated.sum().item(), 4))
+print("F.dropout(training=False):", F.dropout(row, p=0.5, training=False).tolist())
+
+
+class TinyAttention(torch.nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.p)  # 没有读取 self.training
+
+
+tiny = TinyAttention(0.5).eval()
+q_, k_, v_ = (torch.randn(1, 4, 8) for _ in range(3))
+first_, second_ = tiny(q_, k_, v_), tiny(q_, k_, v_)
+print("调用 eval() 之后，同一输入运行两次的最大差异:", (first_ - second_).abs().max().item())
+'''
+
+DROPOUT_ANSWERS = r'''
+dropout_kept_value = ...   # 一个数
+dropout_sdpa_answer = ...  # 填一个字母
+### BEGIN SOLUTION
+dropout_kept_value = 0.4 / (1 - 0.2)
+dropout_sdpa_answer = "B"
+### END SOLUTION
+'''
+
+DROPOUT_CHECK = r'''
+kept_ = check_number(dropout_kept_value, "dropout_kept_value")
+assert kept_ >= 0, "dropout 之后的权重不会是负数。"
+check_choice(dropout_sdpa_answer, "dropout_sdpa_answer", "ABCD")
+print("✓ 格式检查通过（答案在评分时检查）。")
 '''
 
 DEVICE_DEMO = r'''
@@ -426,8 +707,12 @@ except NotImplementedError:
 def build_source():
     t = text
     cells = [
-        md("title", t.TITLE_AND_GOALS), md("why", t.WHY_ATTENTION), md("qkv", t.QKV_ROLES),
-        md("formula", t.FORMULA), code("setup", SETUP), md("worked-example", t.WORKED_EXAMPLE),
+        md("title", t.TITLE_AND_GOALS), md("prerequisites", t.PREREQUISITES), md("glossary", t.GLOSSARY),
+        md("why", t.WHY_ATTENTION), md("qkv", t.QKV_ROLES),
+        md("formula", t.FORMULA), code("setup", SETUP),
+        md("why-scale-md", t.WHY_SCALE_MD), code("why-scale", WHY_SCALE), md("why-scale-task", t.WHY_SCALE_TASK),
+        solution("scale-answer", SCALE_ANSWER), check("why-scale-check", "why_scale", 2, SCALE_ANSWER_CHECK),
+        md("worked-example", t.WORKED_EXAMPLE),
         code("worked-example-code", WORKED_EXAMPLE_CODE),
         md("hand-calc-task", t.HAND_CALC_TASK), solution("hand-calc-answers", HAND_ANSWERS),
         check("hand-calc-check", "hand_calculation", 10, HAND_CHECK),
@@ -451,16 +736,28 @@ def build_source():
         function_cell("key_padding_to_attn_mask"),
         check("key_padding_to_attn_mask-check", "key_padding_to_attn_mask", 5, PADDING_CHECK),
         md("heatmap-md", t.HEATMAP_MD), code("heatmap", HEATMAP),
-        md("debug-md", t.DEBUG_MD), code("buggy-attention", BUGGY),
-        solution("bug-choice", BUG_CHOICE), check("bug-choice-check", "debugging_choice", 3, BUG_CHOICE_CHECK),
+        md("causal-align-md", t.CAUSAL_ALIGN_MD), code("causal-align-demo", CAUSAL_ALIGN_DEMO),
+        md("causal-align-task", t.CAUSAL_ALIGN_TASK), solution("causal-align-answers", CAUSAL_ALIGN_ANSWERS),
+        check("causal-align-check", "causal_alignment", 2, CAUSAL_ALIGN_CHECK),
+        md("mha-mask-md", t.MHA_MASK_MD), code("mha-mask-demo", MHA_DEMO),
+        md("mha-mask-task", t.MHA_MASK_TASK), solution("mha-mask-answer", MHA_ANSWER),
+        check("mha-mask-check", "mha_mask", 2, MHA_CHECK),
+        md("empty-rows-md", t.EMPTY_ROWS_MD), code("empty-rows-demo", EMPTY_ROWS_DEMO),
+        md("empty-rows-task", t.EMPTY_ROWS_TASK), solution("empty-rows-answers", EMPTY_ROWS_ANSWERS),
+        check("empty-rows-check", "empty_rows", 2, EMPTY_ROWS_CHECK),
+        md("debug-md", t.DEBUG_MD), code("candidates", CANDIDATES), scratch("diagnosis", DIAGNOSIS),
+        solution("bug-choice", VERDICTS), check("bug-choice-check", "debugging_choice", 3, VERDICTS_CHECK),
         function_cell("fixed_attention"), check("fixed_attention-check", "debugging_fix", 5, FIXED_CHECK),
+        md("dropout-md", t.DROPOUT_MD), code("dropout-demo", DROPOUT_DEMO),
+        md("dropout-task", t.DROPOUT_TASK), solution("dropout-answers", DROPOUT_ANSWERS),
+        check("dropout-check", "dropout", 2, DROPOUT_CHECK),
         md("device-md", t.DEVICE_MD), code("device-demo", DEVICE_DEMO),
         check("device_dtype-check", "device_dtype", 7, DEVICE_CHECK),
         md("mistakes", t.MISTAKES), md("faq-intro", t.FAQ_INTRO),
         md("written-q1", t.WRITTEN_Q1), written("written-a1", t.WRITTEN_A1, 2.5),
         md("written-q2", t.WRITTEN_Q2), written("written-a2", t.WRITTEN_A2, 2.5),
         md("final-compare-md", t.FINAL_COMPARE_MD), code("final-compare", FINAL_COMPARE),
-        md("summary", t.SUMMARY_MD),
+        md("summary", t.SUMMARY_MD), md("references", t.REFERENCES_MD),
     ]
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata = {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},

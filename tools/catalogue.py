@@ -37,7 +37,8 @@ def main():
             caught = sample.kind != "bug" or earned < sum(m for _, m in cells.values())
             diagnosed = set(sample.codes) <= set(shown)
             tally.setdefault(sample.kind, []).append((ok, caught, diagnosed))
-            rows.append((sample.name, sample.kind, sample.expect, f"{earned:g}/95", ",".join(shown) or "-",
+            possible = sum(m for _, m in cells.values())
+            rows.append((sample.name, sample.kind, sample.expect, f"{earned:g}/{possible:g}", ",".join(shown) or "-",
                          f"{report.get('seconds', 0):.1f}s", "ok" if ok else "UNEXPECTED: " + why))
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for row in rows:

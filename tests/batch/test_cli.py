@@ -157,7 +157,7 @@ def test_crashing_submissions_are_reported_and_the_rest_graded(released, built, 
     assert "grading process died (exit status 3)" in failed["worker-dies"]
     assert "graded 1, skipped 0 (already graded), failed 3" in out
     assert _graded(root) == ["correct-reference"]
-    assert sum(s for s, _ in course.grades(root)["correct-reference"].values()) == 95.0
+    assert sum(s for s, _ in course.grades(root)["correct-reference"].values()) == 105.0
     # the progress lines name the failures as they happen
     assert "] worker-dies FAILED -  cell -  grading process died" in proc.stderr, proc.stderr
 
@@ -201,7 +201,7 @@ def test_check_prints_the_feedback_of_one_notebook(stock, capsys):
     assert cli.main(["--course", str(stock), "check", str(path), *LIMITS]) == 0
     out = capsys.readouterr().out
     earned = sum(s for s, _ in course.grades(stock)[student].values())
-    assert f"automatic score: {earned:g} / 95" in out
+    assert f"automatic score: {earned:g} / 105" in out
     assert "[mask-inverted]" in out and "apply_mask-check" in out
 
 

@@ -21,7 +21,9 @@ ANSWERS = {
     "hand_scores": hand.RAW, "hand_scaled": hand.SCALED, "hand_weights": hand.WEIGHTS,
     "hand_output": hand._out(hand.WEIGHTS), "hand_masked_output": hand._out(hand._softmax(hand.SCALED[:2]) + [0.0]),
     "shape_scores": (2, 4, 5, 7), "shape_weights": (2, 4, 5, 7), "shape_output": (2, 4, 5, 16),
-    "shape_padding_mask": (2, 1, 1, 7), "softmax_dim": -1, "bug_choice": "B",
+    "shape_padding_mask": (2, 1, 1, 7), "softmax_dim": -1, "verdict_1": "B", "verdict_2": "A", "verdict_3": "C",
+    "scale_answer": "C", "mha_mask_answer": "B", "dropout_sdpa_answer": "B", "n_keys_top_left": 1,
+    "n_keys_bottom_right": 5, "n_empty_rows": 2, "fill_weight": 0.25, "dropout_kept_value": 0.5,
 }
 # Float-to-float changes are the graded `dtype-changed` misconception (charged once, by the
 # dtype checks); these are dtypes in which no float or mask answer can be evidence.

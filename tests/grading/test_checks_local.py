@@ -13,9 +13,13 @@ from autograder.grading.hidden_checks import run_checks
 from autograder.grading.local_student import LocalStudent, reference_namespace
 
 GPU_CHECK = Path(__file__).resolve().parents[2] / "tools" / "gpu_check.py"
-PARTS = ["hand_calculation", "shapes", "attention_scores", "scale_scores", "apply_mask", "softmax",
+PARTS = ["hand_calculation", "shapes", "why_scale", "attention_scores", "scale_scores", "apply_mask", "softmax",
          "attention_output", "scaled_dot_product_attention", "causal_mask", "key_padding_to_attn_mask",
-         "debugging_choice", "debugging_fix", "device_dtype"]
+         "causal_alignment", "mha_mask", "empty_rows", "debugging_choice", "debugging_fix", "dropout", "device_dtype"]
+# Parts graded by calling the student's functions (the others read answer variables).
+FUNCTION_PARTS = ["attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
+                  "scaled_dot_product_attention", "causal_mask", "key_padding_to_attn_mask", "debugging_fix",
+                  "device_dtype"]
 
 
 def _grade(namespace, parts=PARTS, cuda=False):
@@ -28,7 +32,7 @@ def test_reference_gets_every_point():
     lost = {p: [(c.name, c.message) for c in r.checks if not c.passed]
             for p, r in results.items() if r.points != r.max_points}
     assert not lost
-    assert sum(r.max_points for r in results.values()) == 95
+    assert sum(r.max_points for r in results.values()) == 105
 
 
 def _with(**overrides):
@@ -132,8 +136,8 @@ def test_unimplemented_functions_get_no_misconception_codes():
     for name in ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
                  "scaled_dot_product_attention", "causal_mask", "key_padding_to_attn_mask", "fixed_attention"):
         exec(f"def {name}(*args, **kwargs):\n    raise NotImplementedError()", namespace)  # noqa: S102
-    results, _ = _grade(namespace, parts=PARTS[2:])
-    assert all(r.points == 0 for p, r in results.items() if p != "debugging_choice")
+    results, _ = _grade(namespace, parts=FUNCTION_PARTS)
+    assert all(r.points == 0 for r in results.values())
     assert not [code for r in results.values() for code in r.codes]
 
 

@@ -1,21 +1,57 @@
-"""Debugging task: name the bug in buggy_attention and fix it."""
+"""Debugging task: diagnose three candidate implementations, then fix a broken one.
+
+candidate_1 sums each row before it zeroes the masked keys (rows sum to less
+than 1 under a mask); candidate_2 is correct (log of the mask as an additive
+mask); candidate_3 fills masked scores with the row's smallest score, so
+masked keys keep a non-zero weight.  Options (lesson_text.DEBUG_MD):
+A no error, B some rows do not sum to 1, C masked keys get weight,
+D rows and masks fine but values differ.
+"""
 import pytest
 
 from autograder.grading import cases
 from autograder.grading.assertions import CheckFailed, expect_tensor
 
-ANSWER = "B"  # softmax over the query axis (dim=-2)
+LETTERS = "ABCD"
+VERDICTS = {"verdict_1": "B", "verdict_2": "A", "verdict_3": "C"}
+HINTS = {  # what to probe when a verdict is wrong
+    "verdict_1": "带掩码运行它，看看每个查询的权重之和。",
+    "verdict_2": "有掩码、无掩码各运行一次，与你的 scaled_dot_product_attention 比较；写法奇怪不等于有错。",
+    "verdict_3": "带掩码运行它，看看掩码为 False 的位置分到的权重。",
+}
+
+
+def _choice(student, name):
+    value = student.get(name)
+    if not isinstance(value, str) or not value.strip() or value.strip().upper()[0] not in LETTERS:
+        raise CheckFailed(f"{name}：请填写 A–D 中的一个字母；收到 {value!r:.40}。")
+    return value.strip().upper()[0]
+
+
+def _verdict(student, name):
+    if _choice(student, name) != VERDICTS[name]:
+        raise CheckFailed(f"{name}：结论不对。{HINTS[name]}值取单位矩阵时，输出就是权重。")
 
 
 @pytest.mark.part("debugging_choice")
-@pytest.mark.points(3)
-def test_bug_choice(student):
-    """选出 buggy_attention 中的错误"""
-    choice = student.get("bug_choice")
-    if not isinstance(choice, str) or choice.strip().upper()[:1] not in "ABCDE" or not choice.strip():
-        raise CheckFailed(f"bug_choice：请填写 A–E 中的一个字母；收到 {choice!r:.40}。")
-    if choice.strip().upper()[:1] != ANSWER:
-        raise CheckFailed("bug_choice：选项不对。再用一个小例子对比 buggy_attention 与你的实现，看看每行权重的和。")
+@pytest.mark.points(1)
+def test_verdict_candidate_1(student):
+    """candidate_1 的诊断结论"""
+    _verdict(student, "verdict_1")
+
+
+@pytest.mark.part("debugging_choice")
+@pytest.mark.points(1)
+def test_verdict_candidate_2(student):
+    """candidate_2 的诊断结论"""
+    _verdict(student, "verdict_2")
+
+
+@pytest.mark.part("debugging_choice")
+@pytest.mark.points(1)
+def test_verdict_candidate_3(student):
+    """candidate_3 的诊断结论"""
+    _verdict(student, "verdict_3")
 
 
 @pytest.mark.part("debugging_fix")

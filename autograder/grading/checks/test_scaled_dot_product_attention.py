@@ -83,7 +83,7 @@ def test_causal_no_leakage(student, grading, rng):
     tol = cases.tolerance(cases.sdpa, (q, k, v, mask), torch.float64)
     b = second.value[0].tensor if second.ok and isinstance(second.value, tuple) else None
     if b is None or not tolerances.close(b[..., :4, :], out[..., :4, :], tol):
-        raise CheckFailed("因果掩码：修改位置 4 之后的 Key/Value 改变了前 4 个查询的输出（信息泄漏）。")
+        raise CheckFailed("因果掩码：修改位置 4 及之后的键和值，改变了前 4 个查询的输出（信息泄漏）。")
 
 
 @pytest.mark.points(2)

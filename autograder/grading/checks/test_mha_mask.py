@@ -1,0 +1,27 @@
+"""nn.MultiheadAttention's boolean attn_mask: True = may NOT attend, the opposite of SDPA.
+
+Options (lesson_text.MHA_MASK_TASK): A allowed, B ~allowed (right),
+C allowed.float(), D allowed transposed.
+"""
+import pytest
+
+from autograder.grading.assertions import CheckFailed
+
+PART = "mha_mask"
+ANSWER = "B"
+WRONG = {
+    "A": "在 nn.MultiheadAttention 的布尔 attn_mask 里，True 表示什么？对照上面演示中权重为 0 的位置。",
+    "C": "浮点掩码会被直接加到分数上：允许的位置加 1、禁止的位置加 0，什么也没有屏蔽。",
+    "D": "转置改变的是哪个查询对应哪个键，而不是 True 的含义。",
+}
+
+
+@pytest.mark.points(2)
+def test_mha_mask_answer(student):
+    """把 SDPA 约定的布尔掩码交给 nn.MultiheadAttention"""
+    value = student.get("mha_mask_answer")
+    if not isinstance(value, str) or not value.strip() or value.strip().upper()[0] not in "ABCD":
+        raise CheckFailed(f"mha_mask_answer：请填写 A–D 中的一个字母；收到 {value!r:.40}。")
+    choice = value.strip().upper()[0]
+    if choice != ANSWER:
+        raise CheckFailed(f"mha_mask_answer：选项不对。{WRONG[choice]}")
