@@ -228,7 +228,7 @@ weights_ = _numbers(hand_weights, "hand_weights", 3)
 assert abs(sum(weights_) - 1) < 1e-6, f"权重之和应为 1，现在是 {sum(weights_):.4f}。"
 assert all(w >= 0 for w in weights_), "softmax 权重不会是负数。"
 out_ = _numbers(hand_output, "hand_output", 1)[0]
-assert 4 <= out_ <= 16, "输出是 Value（8、4、16）的加权平均，一定落在 4 到 16 之间。"
+assert 4 <= out_ <= 16, "输出是三个值（8、4、16）的加权平均，一定落在 4 到 16 之间。"
 _numbers(hand_masked_output, "hand_masked_output", 1)
 print("✓ 格式与范围检查通过（答案本身在评分时检查）。")
 '''
