@@ -181,7 +181,7 @@ def test_source_notebook_previews_every_hidden_check_passing(tmp_path):
 
 def _provided_namespace(*grade_ids):
     """The reference answers' globals after also running the given provided cells of the source notebook."""
-    from autograder.local import reference_namespace
+    from autograder.grading.local_student import reference_namespace
 
     cells = _cells(SOURCE)
     namespace = reference_namespace()
@@ -194,7 +194,7 @@ def _diagnose(candidate, rng):
     """The debugging options a candidate shows on random inputs: A, or the symptoms among B, C, D."""
     import torch
 
-    from autograder import cases
+    from autograder.grading import cases
 
     q, k = cases.randn(rng, 2, 5, 8), cases.randn(rng, 2, 7, 8)
     eye = torch.eye(7, dtype=torch.float64).expand(2, 7, 7)  # values = identity: the output is the weights
@@ -216,7 +216,8 @@ def _diagnose(candidate, rng):
 def test_debugging_answer_key_matches_what_the_candidates_do():
     """Each candidate shows exactly the one symptom the answer key gives it, when run."""
     import torch
-    from autograder.checks import test_debugging
+
+    from autograder.grading.checks import test_debugging
 
     namespace = _provided_namespace("candidates")
     rng = torch.Generator().manual_seed(0)
@@ -229,7 +230,8 @@ def test_debugging_answer_key_matches_what_the_candidates_do():
 def test_answer_keys_use_the_notebooks_own_inputs():
     """The hidden checks' copies of the lesson's demo inputs are the ones the notebook shows."""
     import torch
-    from autograder.checks import test_causal_alignment, test_empty_rows
+
+    from autograder.grading.checks import test_causal_alignment, test_empty_rows
 
     namespace = _provided_namespace("empty-rows-demo")
     assert torch.equal(namespace["mask_demo"], test_empty_rows.MASK)
