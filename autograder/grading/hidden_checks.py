@@ -149,4 +149,26 @@ def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str
     results = {part: PartResult(part) for part in parts}
     for res in plugin.results.values():
         results.setdefault(res.part, PartResult(res.part)).checks.append(res)
+    _require_charged(results)
     return results
+
+
+def _require_charged(results):
+    """A check that passed as a composition keeps its points only if another part really charged the mistake.
+
+    The composite sees the helper's misconception on its own inputs; a helper whose own
+    checks never show it (it misbehaves only on the composite's inputs) has charged nothing.
+    """
+    charged = {}  # code -> parts whose failing checks name it
+    for result in results.values():
+        for check in result.checks:
+            for code in check.codes if not check.passed else ():
+                charged.setdefault(code, set()).add(result.part)
+    for result in results.values():
+        for check in result.checks:
+            missing = [code for code in check.charged_elsewhere if not charged.get(code, set()) - {result.part}]
+            if check.passed and missing:
+                check.passed, check.points, check.charged_elsewhere = False, 0.0, []
+                check.codes = list(missing)
+                check.message = (f"与 PyTorch 的结果不同；差异来自辅助函数中的 {''.join(f'[{c}]' for c in missing)}，"
+                                 "但那个函数自己的检查没有发现它，所以在这里扣分。")

@@ -60,3 +60,21 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 ''', namespace)  # noqa: S102
     results = run_checks(LocalStudent(namespace), [COMPOSITE], seed_key=("sdpa", "x"), context={"charge_once": True})
     assert results[COMPOSITE].points < results[COMPOSITE].max_points
+
+
+def test_no_credit_for_a_helper_mistake_its_own_part_never_charged():
+    """A helper that is wrong only on the composite's inputs charged nothing: the composite pays."""
+    namespace = reference_namespace()
+    exec('''
+_right_apply_mask = apply_mask
+def apply_mask(scores, mask=None):
+    if mask is not None and mask.dtype == torch.bool and mask.dim() == 3:  # the composite's masks only
+        return scores.masked_fill(mask, float("-inf"))
+    return _right_apply_mask(scores, mask)
+''', namespace)  # noqa: S102
+    results = run_checks(LocalStudent(namespace), ["apply_mask", COMPOSITE], seed_key=("sdpa", "y"),
+                         context={"charge_once": True})
+    assert results["apply_mask"].points == results["apply_mask"].max_points  # its own checks never see it
+    composite = results[COMPOSITE]
+    assert composite.points < composite.max_points
+    assert not any(c.charged_elsewhere for c in composite.checks)
