@@ -36,6 +36,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from autograder.sandbox.guest import procfs
+
 ROOT = Path(__file__).resolve().parents[1]
 HUB_DIR = ROOT / "hub"
 VENV_BIN = Path(sys.executable).parent
@@ -105,32 +107,20 @@ def user_env(user, **extra):
 # ------------------------------------------------------------------- processes
 
 
-def _proc_table():
-    """{pid: (ppid, uid)} of every live process."""
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+def _owners():
+    """{pid: uid} of every live process."""
+    owners = {}
+    for pid in procfs.pids():
         try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            owner = entry.stat().st_uid
-        except (OSError, ValueError, IndexError):
+            owners[pid] = os.stat(f"/proc/{pid}").st_uid
+        except OSError:
             continue
-        table[int(entry.name)] = (ppid, owner)
-    return table
+    return owners
 
 
-def descendants(pid, table=None):
-    table = table or _proc_table()
-    children = {}
-    for child, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(child)
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+def descendants(pid):
+    """Pids of every live process below `pid`."""
+    return procfs.descendants(pid)
 
 
 def user_processes(users=USERS):
@@ -141,7 +131,7 @@ def user_processes(users=USERS):
             uids.add(uid(user))
         except KeyError:
             pass
-    return [pid for pid, (_, owner) in _proc_table().items() if owner in uids and pid != os.getpid()]
+    return [pid for pid, owner in _owners().items() if owner in uids and pid != os.getpid()]
 
 
 def _kill(pids, sig):
@@ -159,10 +149,7 @@ def _alive(pid):
         return False
     except PermissionError:
         return True
-    try:  # a zombie child of ours counts as gone
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    return procfs.state(pid) not in ("", "Z")  # a zombie child of ours counts as gone
 
 
 # ------------------------------------------------------------------------ hub

@@ -28,6 +28,7 @@ import nbformat
 import pytest
 
 from autograder.demo import course
+from autograder.sandbox.guest import procfs
 from tests import catalogue
 
 try:
@@ -120,21 +121,7 @@ def _free_port():
 
 def _descendants(pid):
     """Pids of every live process below `pid` (from /proc)."""
-    children = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+    return procfs.descendants(pid)
 
 
 def _stop(proc):

@@ -35,3 +35,16 @@ def parent(pid: Union[int, str]) -> Optional[int]:
 def pids() -> list[int]:
     """Pids visible in this /proc."""
     return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def descendants(pid: int) -> list[int]:
+    """Pids of every live process below `pid`, children before grandchildren."""
+    children = {}
+    for child in pids():
+        children.setdefault(parent(child), []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
