@@ -5,11 +5,13 @@ and ``tools/catalogue.py``.  Attack payloads are test fixtures: they stay
 here, out of the installed package.  See `autograder.demo.submissions` for
 `Sample` and what `expect` means.
 """
+import nbformat
 
 from autograder.demo.submissions import BUGS, CORRECT, EMPTY, MARKER, ROOT, SOLUTION_NOTEBOOK, Sample, build, verdict
+from autograder.nbgrader.cells import is_test_cell, nbgrader_meta
 
 __all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CORRECT", "EMPTY", "EVIDENCE", "MARKER", "ROOT", "SOLUTION_NOTEBOOK",
-           "Sample", "build", "verdict"]
+           "Sample", "automatic_cells", "build", "verdict"]
 
 
 
@@ -507,3 +509,10 @@ EVIDENCE = [
 
 
 CATALOGUE = CORRECT + BUGS + ATTACKS + EVIDENCE + EMPTY
+
+
+def automatic_cells():
+    """(count, points) of the source notebook's autograded test cells: what full automatic marks are."""
+    nb = nbformat.read(str(ROOT / "source" / "sdpa" / "sdpa.ipynb"), as_version=4)
+    points = [float(nbgrader_meta(cell).get("points", 0)) for cell in nb.cells if is_test_cell(cell)]
+    return len(points), sum(points)

@@ -59,23 +59,24 @@ TIMINGS = {}
 
 
 class _timed:
-    """Record how long a step took in TIMINGS (written to timings.json at the end)."""
+    """Record how long a step took in `timings` (TIMINGS, written to timings.json at the end)."""
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, name, timings=None):
+        self.name, self.timings = name, TIMINGS if timings is None else timings
 
     def __enter__(self):
         self.started = time.perf_counter()
 
     def __exit__(self, *exc):
-        TIMINGS[self.name] = round(time.perf_counter() - self.started, 1)
+        self.timings[self.name] = round(time.perf_counter() - self.started, 1)
         return False
 
 
-def _shot(target, name, **kwargs):
-    """Screenshot a page or element into .artifacts/browser/<name>.png."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    target.screenshot(path=str(ARTIFACTS / f"{name}.png"), **kwargs)
+def _shot(target, name, directory=None, **kwargs):
+    """Screenshot a page or element into `directory` (default .artifacts/browser)/<name>.png."""
+    directory = ARTIFACTS if directory is None else directory
+    directory.mkdir(parents=True, exist_ok=True)
+    target.screenshot(path=str(directory / f"{name}.png"), **kwargs)
 
 
 # ---------------------------------------------------------------- the release

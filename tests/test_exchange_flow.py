@@ -22,21 +22,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.nbgrader.cells import is_test_cell, nbgrader_meta
 from hub import control
 from hub.control import ASSIGNMENT, COURSE_ID, INSTRUCTOR
 from tests import catalogue as samples
 
 STUDENT_A, STUDENT_B = control.STUDENTS[:2]
 SAMPLE_FOR = {STUDENT_A: "correct-reference", STUDENT_B: "bug-mask-inverted"}
-def _automatic_cells():
-    """(count, points) of the source notebook's autograded test cells."""
-    nb = nbformat.read(str(Path(__file__).resolve().parents[1] / "source" / "sdpa" / "sdpa.ipynb"), as_version=4)
-    points = [float(nbgrader_meta(c).get("points", 0)) for c in nb.cells if is_test_cell(c)]
-    return len(points), sum(points)
+AUTOMATIC_CELLS, AUTOMATIC_POINTS = samples.automatic_cells()
 
-
-AUTOMATIC_CELLS, AUTOMATIC_POINTS = _automatic_cells()
 
 pytestmark = [
     pytest.mark.hub,

@@ -29,10 +29,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.nbgrader.cells import is_test_cell, nbgrader_meta
 from hub import control
 from hub.control import ASSIGNMENT, INSTRUCTOR
 from tests import catalogue as samples
+from tests import test_browser as lab_ui
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -48,14 +48,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 STUDENT_A, STUDENT_B = control.STUDENTS[:2]
 BUGGY = "bug-mask-inverted"
 MANUAL = {STUDENT_A: "2.5", STUDENT_B: "1"}
-def _automatic_cells():
-    """(count, points) of the source notebook's autograded test cells."""
-    nb = nbformat.read(str(Path(__file__).resolve().parents[1] / "source" / "sdpa" / "sdpa.ipynb"), as_version=4)
-    points = [float(nbgrader_meta(c).get("points", 0)) for c in nb.cells if is_test_cell(c)]
-    return len(points), sum(points)
+AUTOMATIC_CELLS, AUTOMATIC_POINTS = samples.automatic_cells()
 
-
-AUTOMATIC_CELLS, AUTOMATIC_POINTS = _automatic_cells()
 
 # Bounds for a loaded 2-core machine; a normal run is much faster.
 PAGE_S = 120
@@ -75,21 +69,12 @@ pytestmark = [
 TIMINGS = {}
 
 
-class _timed:
-    def __init__(self, name):
-        self.name = name
-
-    def __enter__(self):
-        self.started = time.perf_counter()
-
-    def __exit__(self, *exc):
-        TIMINGS[self.name] = round(time.perf_counter() - self.started, 1)
-        return False
+def _timed(name):
+    return lab_ui._timed(name, TIMINGS)
 
 
 def _shot(target, name, **kwargs):
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    target.screenshot(path=str(ARTIFACTS / f"{name}.png"), **kwargs)
+    lab_ui._shot(target, name, ARTIFACTS, **kwargs)
 
 
 # ------------------------------------------------------------------ fixtures
@@ -197,7 +182,6 @@ def _assignment_list(page):
 
 def _answers(sample_name):
     """grade_id -> the text a student types: the reference, with the sample's replacements."""
-    from tests import test_browser as lab_ui
 
     answers = lab_ui._reference_answers()
     sample = next(s for s in samples.CATALOGUE if s.name == sample_name)
@@ -207,7 +191,6 @@ def _answers(sample_name):
 
 def _written_answers():
     """grade_id -> the solution notebook's written answers (markdown answer cells)."""
-    import nbformat
 
     solution = nbformat.read(str(samples.SOLUTION_NOTEBOOK), as_version=4)
     return {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
@@ -216,7 +199,6 @@ def _written_answers():
 
 def _type_markdown(page, index, text):
     """Open a markdown answer cell's editor (double-click), replace its text, render it."""
-    from tests import test_browser as lab_ui
 
     cell = lab_ui._cell(page, index)
     cell.scroll_into_view_if_needed()
@@ -232,7 +214,6 @@ def _type_markdown(page, index, text):
 
 def _solve_and_submit(browser, hub, user, sample_name, prefix):
     """Log in, fetch, open, type answers, save, validate, submit. Returns the page (notebook open)."""
-    from tests import test_browser as lab_ui
 
     with _timed(f"{prefix}: log in (server spawn)"):
         page = _login(browser, hub, user)
@@ -389,7 +370,6 @@ def _isolation_checks(hub, page):
     expect(page.locator("#jp-main-dock-panel")).to_have_count(0)
     # The kernel: B's own code, run in B's notebook.
     page.goto(f"{base}/lab/tree/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
-    from tests import test_browser as lab_ui
 
     cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
     expect(cells).to_have_count(len(lab_ui._release_cells()))
