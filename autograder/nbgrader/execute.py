@@ -40,7 +40,8 @@ class SandboxedExecute(NbGraderPreprocessor):
         session = StudentSession(sources, display_cells=display_cells(nb, positions), budget=self.budget(),
                                  limits=self.limits(), require_isolation=self.require_isolation,
                                  runner_source=Shared.get(resources, RUNNER_SOURCE))
-        state = resources[EXECUTION] = ExecutionState(session, positions)
+        state = ExecutionState(session, positions)
+        resources[EXECUTION] = Shared(state)
         try:
             outputs = session.run_notebook()
         except CellRunError as exc:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 if TYPE_CHECKING:
     from ..sandbox.session import StudentSession
 
-EXECUTION = "sdpa_execution"  # resources key of the notebook's `ExecutionState`
+EXECUTION = "sdpa_execution"  # resources key of the notebook's `Shared` `ExecutionState`
 RUNNER_SOURCE = "sdpa_runner_source"  # resources key of a `Shared` `sandbox.runners.RunnerSource` (batch workers)
 
 
@@ -39,9 +39,6 @@ class Shared:
 
 class ExecutionState:
     """A notebook's sandboxed session and the notebook index of each code cell it ran."""
-
-    def __deepcopy__(self, memo: dict) -> ExecutionState:
-        return self  # one runner per notebook, whatever nbconvert copies
 
     def __init__(self, session: StudentSession, positions: list[int]) -> None:
         self.session = session

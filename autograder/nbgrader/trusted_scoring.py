@@ -18,7 +18,7 @@ from ..grading import code_review, feedback, record, root_causes
 from ..grading.feedback import render_html, render_text
 from ..grading.hidden_checks import run_checks
 from .cells import grade_id, is_test_cell, nbgrader_meta, part_of, student_code_cells
-from .state import EXECUTION
+from .state import EXECUTION, Shared
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class TrustedScoring(NbGraderPreprocessor):
         "end-to-end grading, every part compared with PyTorch alone.")).tag(config=True)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
-        state = resources.get(EXECUTION)
+        state = Shared.get(resources, EXECUTION)
         if state is None:
             raise RuntimeError("TrustedScoring needs SandboxedExecute to run first (check nbgrader_config.py)")
         session = state.session

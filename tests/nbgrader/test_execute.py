@@ -26,7 +26,7 @@ def _gone(pid, seconds=10):
 def test_runner_is_closed_when_the_resources_go_even_without_trusted_scoring():
     resources = {"nbgrader": {"student": "s", "assignment": "a", "notebook": "n"}}
     nb = _run(resources)
-    state = resources[EXECUTION]
+    state = Shared.get(resources, EXECUTION)
     assert nb.cells[0].execution_count == 1 and state.session.get("x") == 42
     pid = state.session._pid or state.session.proc.pid
     assert procfs.state(pid) not in ("", "Z")
@@ -51,5 +51,6 @@ def test_resources_can_be_deep_copied_as_nbconvert_does():
     assert Shared.get(copied, RUNNER_SOURCE) is source
     _run(copied)
     assert Source.taken == 1
-    assert copy.deepcopy(copied)[EXECUTION] is copied[EXECUTION]
-    copied[EXECUTION].close()
+    state = Shared.get(copied, EXECUTION)
+    assert Shared.get(copy.deepcopy(copied), EXECUTION) is state
+    state.close()
