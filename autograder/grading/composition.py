@@ -15,8 +15,13 @@ previous helper's returned tensor -- and compares:
 then the composite is right *as a composition*: its points are kept and the
 feedback names the helper where the mistake lives.  Otherwise it fails as
 before.  Everything compared is data this process received and checked;
-a helper whose output did not arrive gives no credit.  ``TrustedScoring.
-charge_each_mistake_once = False`` restores strict end-to-end grading.
+a helper whose output did not arrive gives no credit.
+
+Off by default (``charge_each_mistake_once = False``): a red-team pass showed
+that helpers can keep state between calls and misbehave only inside the
+composition, while one cheap check of the helper's own part "charges" the
+code (a 1-point loss in place of 13).  Until the credit is tied to what the
+helper's part really lost, strict end-to-end grading is the safe default.
 """
 from __future__ import annotations
 
@@ -55,7 +60,6 @@ class Composition:
     weights: Optional[torch.Tensor]
     codes: list = field(default_factory=list)  # misconceptions the helpers show on these inputs
     helpers: list = field(default_factory=list)  # the helpers that show them
-    raised: str = ""  # the exception a later helper raised on a wrong intermediate, if any
 
 
 class ExplainedElsewhere(Exception):
@@ -80,12 +84,7 @@ def _same(actual, expected, tol) -> bool:
 
 
 def compose(student, q, k, v, mask=None) -> Optional[Composition]:
-    """Call the student's helpers in order, each on the previous one's output; None without full evidence.
-
-    When a helper raises after an earlier helper's known misconception (a
-    wrong shape reaching the next step), the composition ends there with
-    `raised` set: the composite built from these helpers raises too.
-    """
+    """Call the student's helpers in order, each on the previous one's output; None without full evidence."""
     inputs = {"attention_scores": (q, k)}
     outputs = {}
     result = Composition(None, None)
@@ -99,9 +98,6 @@ def compose(student, q, k, v, mask=None) -> Optional[Composition]:
         elif function == "attention_output":
             inputs[function] = (outputs["softmax"], v)
         call = student.call(function, *inputs[function])
-        if call.status == "raised" and result.codes and not call.forbidden:
-            result.raised = call.ename
-            return result
         got = _tensor(call)
         if got is None or not got.is_floating_point():
             return None
@@ -111,11 +107,7 @@ def compose(student, q, k, v, mask=None) -> Optional[Composition]:
         tol = cases.default_tolerance(function, args, {}) or tolerances.floor_for(torch.float64)
         if _same(got, expected, tol):
             continue
-        if got.dtype != expected.dtype and _same(got, expected, cases.tolerance(
-                cases.REFERENCES[function], args, got.dtype)):
-            codes = ["dtype-changed"]  # right values in another precision: charged in this helper and device_dtype
-        else:
-            codes = [c for c in diagnose(function, args, {}, got, expected, tol) if HOME.get(c) == function]
+        codes = [c for c in diagnose(function, args, {}, got, expected, tol) if HOME.get(c) == function]
         if not codes:
             return None  # a difference no helper misconception explains
         result.codes.extend(c for c in codes if c not in result.codes)
@@ -126,22 +118,18 @@ def compose(student, q, k, v, mask=None) -> Optional[Composition]:
 
 def explain(student, q, k, v, mask, result, weights: bool = True, what: str = "") -> Optional[ExplainedElsewhere]:
     """`ExplainedElsewhere` when the composite call's `result` equals the composition of the student's
-    own helpers (the same values, or the same exception) and every difference is a helper's misconception."""
+    own helpers and every difference is a helper's misconception."""
     composed = compose(student, q, k, v, mask)
     if composed is None or not composed.codes:
         return None
-    if composed.raised:
-        if result.status != "raised" or result.ename != composed.raised:
+    value = result.value if result.ok else None
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        return None
+    pairs = [(value[0], composed.output)] + ([(value[1], composed.weights)] if weights else [])
+    for returned, own in pairs:
+        if not isinstance(returned, TensorSpec) or returned.missing_data() \
+                or not _same(returned.tensor, own, tolerances.floor_for(torch.float64)):
             return None
-    else:
-        value = result.value if result.ok else None
-        if not isinstance(value, (tuple, list)) or len(value) != 2:
-            return None
-        pairs = [(value[0], composed.output)] + ([(value[1], composed.weights)] if weights else [])
-        for returned, own in pairs:
-            if not isinstance(returned, TensorSpec) or returned.missing_data() \
-                    or not _same(returned.tensor, own, tolerances.floor_for(torch.float64)):
-                return None
     where = "、".join(composed.helpers)
     codes = "".join(f"[{c}]" for c in composed.codes)
     return ExplainedElsewhere(
@@ -150,7 +138,7 @@ def explain(student, q, k, v, mask, result, weights: bool = True, what: str = ""
 
 
 def explain_result(student, grading: dict, result, q, k, v, mask, weights: bool, what: str):
-    """`explain` unless strict end-to-end grading was configured (``charge_once`` false)."""
-    if not grading.get("charge_once", True) or result.forbidden:
+    """`explain` when ``charge_once`` was configured (off by default: see the module docstring)."""
+    if not grading.get("charge_once", False) or result.forbidden:
         return None
     return explain(student, q, k, v, mask, result, weights, what)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import pytest
 
 from .assertions import CheckFailed
-from .composition import ExplainedElsewhere
+from .composition import HOME, ExplainedElsewhere
 
 if TYPE_CHECKING:
     import torch
@@ -154,7 +154,8 @@ def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str
 
 
 def _require_charged(results):
-    """A check that passed as a composition keeps its points only if another part really charged the mistake.
+    """A check that passed as a composition keeps its points only if the helper where the mistake
+    lives (``composition.HOME``) really charged it: a failing check of that part names the code.
 
     The composite sees the helper's misconception on its own inputs; a helper whose own
     checks never show it (it misbehaves only on the composite's inputs) has charged nothing.
@@ -166,7 +167,8 @@ def _require_charged(results):
                 charged.setdefault(code, set()).add(result.part)
     for result in results.values():
         for check in result.checks:
-            missing = [code for code in check.charged_elsewhere if not charged.get(code, set()) - {result.part}]
+            missing = [code for code in check.charged_elsewhere
+                       if HOME.get(code) not in charged.get(code, set()) - {result.part}]
             if check.passed and missing:
                 check.passed, check.points, check.charged_elsewhere = False, 0.0, []
                 check.codes = list(missing)

@@ -30,7 +30,11 @@ def test_there_are_helper_bugs_to_test():
     assert {c for s in HELPER_BUGS for c in s.codes} >= {"mask-inverted", "scale-missing", "softmax-unstable"}
 
 
-@pytest.mark.parametrize("sample", HELPER_BUGS, ids=lambda s: s.name)
+# A wrong shape makes the composite raise: a raising composite earns no credit (see the red-team tests).
+SHAPE_BUGS = {"bug-scores-transposed"}
+
+
+@pytest.mark.parametrize("sample", [s for s in HELPER_BUGS if s.name not in SHAPE_BUGS], ids=lambda s: s.name)
 def test_a_helper_bug_is_charged_in_its_own_part_only(sample):
     results = _grade(sample, charge_once=True)
     helper = next(iter(sample.replace))
@@ -77,4 +81,61 @@ def apply_mask(scores, mask=None):
     assert results["apply_mask"].points == results["apply_mask"].max_points  # its own checks never see it
     composite = results[COMPOSITE]
     assert composite.points < composite.max_points
+    assert not any(c.charged_elsewhere for c in composite.checks)
+
+
+def test_strict_grading_is_the_default():
+    sample = next(s for s in HELPER_BUGS if "mask-inverted" in s.codes)
+    results = run_checks(LocalStudent(_namespace(sample)), [COMPOSITE], seed_key=("sdpa", "d"), context={})
+    assert results[COMPOSITE].points < results[COMPOSITE].max_points
+
+
+# Found by a red-team pass: a helper wrong only inside the composition (it remembers its
+# neighbour's last output), "charged" by one cheap failure in another part.
+CHARGED_IN_ANOTHER_PART = '''
+_LAST = [None]
+_ref_scale, _ref_mask, _ref_causal = scale_scores, apply_mask, causal_mask
+def scale_scores(scores, d_k):
+    out = _ref_scale(scores, d_k)
+    _LAST[0] = out.detach().clone()
+    return out
+def apply_mask(scores, mask=None):
+    last = _LAST[0]
+    if mask is not None and mask.dtype == torch.bool and last is not None and last.shape == scores.shape \\
+            and last.dtype == scores.dtype and torch.equal(last, scores):
+        return scores.masked_fill(mask, float("-inf"))
+    return _ref_mask(scores, mask)
+def causal_mask(L, S, device=None):
+    m = _ref_causal(L, S, device=device)
+    return ~m if (L, S) == (3, 3) else m
+'''
+# ...and a composite that only raises, explained by a dtype change inside the chain.
+RAISING_COMPOSITE = '''
+_LAST = {}
+_r_mask, _r_softmax = apply_mask, softmax
+def apply_mask(scores, mask=None):
+    out = _r_mask(scores, mask)
+    _LAST["m"] = out.detach().clone()
+    return out
+def softmax(x, dim=-1):
+    last = _LAST.get("m")
+    if last is not None and last.shape == x.shape and last.dtype == x.dtype and torch.equal(last, x) \\
+            and x.dtype == torch.float64:
+        return _r_softmax(x.float(), dim)
+    if x.dtype == torch.float32:
+        return _r_softmax(x, dim).half()
+    return _r_softmax(x, dim)
+def scaled_dot_product_attention(q, k, v, mask=None):
+    raise RuntimeError("expected both operands to have the same dtype")
+'''
+
+
+@pytest.mark.parametrize("source", [CHARGED_IN_ANOTHER_PART, RAISING_COMPOSITE], ids=["other-part", "raising"])
+def test_red_team_submissions_earn_no_composite_credit(source):
+    namespace = reference_namespace()
+    exec(source, namespace)  # noqa: S102 - the red team's submissions, run as trusted test code
+    parts = ["scale_scores", "apply_mask", "softmax", "causal_mask", COMPOSITE, "device_dtype"]
+    results = run_checks(LocalStudent(namespace), parts, seed_key=("sdpa", "x"), context={"charge_once": True})
+    composite = results[COMPOSITE]
+    assert composite.max_points - composite.points >= 11, [(c.name, c.passed) for c in composite.checks]
     assert not any(c.charged_elsewhere for c in composite.checks)
