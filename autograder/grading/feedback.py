@@ -110,7 +110,8 @@ def _event_text(event):
                 f"{event.get('line')} 行 {event.get('detail')}。这本身不扣分。")
     if "function" in event:
         what = "超时" if event["kind"] == "timeout" else "崩溃或退出"
-        return f"运行 {event['function']} 时{what}，之后对它的检查均记为未通过。"
+        why = f"（{event['detail']}）" if event.get("detail") else ""
+        return f"运行 {event['function']} 时{what}{why}，之后对它的检查均记为未通过。"
     where = f"第 {event['cell'] + 1} 个单元格" if isinstance(event.get("cell"), int) else "评分进程"
     if event.get("grade_id"):
         where += f"（{event['grade_id']}）"

@@ -12,17 +12,31 @@ from traitlets import Bool, Float, Integer
 
 from ..sandbox.launcher import Limits
 from ..sandbox.session import Budget, CellRunError, StudentSession
+from . import calibration
 from .cells import CellError, grade_id, is_answer_cell, nbgrader_meta, without_hidden_tests
+from .restore import course_notebook
 from .state import EXECUTION, RUNNER_SOURCE, ExecutionState, Shared
 
 
 class SandboxedExecute(NbGraderPreprocessor):
     """Execute the code cells in the sandboxed runner instead of a kernel."""
 
-    cell_timeout = Float(30.0, help="Seconds one cell may run.").tag(config=True)
-    display_cell_timeout = Float(5.0, help="Seconds a provided cell that only shows output (visible checks, "
+    cell_timeout = Float(30.0, help="Most seconds one cell may run (setup cells always get this).").tag(config=True)
+    display_cell_timeout = Float(5.0, help="Most seconds a provided cell that only shows output (visible checks, "
                                            "plots, demos) may run; it never scores.").tag(config=True)
-    call_timeout = Float(10.0, help="Seconds one call of a student function may run.").tag(config=True)
+    call_timeout = Float(10.0, help="Most seconds one call of a student function may run.").tag(config=True)
+    limits_from_reference = Bool(True, help=(
+        "Time the source notebook (the solution) and its hidden checks once per grading process, and give each "
+        "cell and each checked function `time_multiple` x the reference's time, at least `time_floor` and at "
+        "most the timeouts above. An overrun is retried once on a fresh runner before it is charged. False: the "
+        "timeouts above apply as they are.")).tag(config=True)
+    time_multiple = Float(20.0, help=(
+        "Student code may take this many times the reference solution's time on this machine. A correct "
+        "answer written plainly (Python loops over a batch, extra copies) stays well inside 20x; an idle or "
+        "loaded machine changes both times alike, and the retry absorbs a load spike.")).tag(config=True)
+    time_floor = Float(2.0, help=(
+        "Fewest seconds any limit derived from the reference gets: the reference's cells and calls take "
+        "milliseconds, where scheduling noise and a forked runner's first page faults dominate.")).tag(config=True)
     total_seconds = Float(240.0, help="Time budget of one submission (cells and checks).").tag(config=True)
     memory_mb = Integer(6144, help="Address-space limit of the runner, MiB.").tag(config=True)
     require_isolation = Bool(False, help="Refuse to grade where no sandbox is available.").tag(config=True)
@@ -31,13 +45,36 @@ class SandboxedExecute(NbGraderPreprocessor):
         return Limits(memory_bytes=self.memory_mb * 2**20)
 
     def budget(self) -> Budget:
+        """The fixed limits (the ceilings of the derived ones)."""
         return Budget(cell_timeout=self.cell_timeout, display_cell_timeout=self.display_cell_timeout,
-                      call_timeout=self.call_timeout, total_seconds=self.total_seconds)
+                      call_timeout=self.call_timeout, total_seconds=self.total_seconds,
+                      multiple=self.time_multiple, floor=self.time_floor)
+
+    def notebook_budget(self, nb: nbformat.NotebookNode, positions: list[int], display: list[int],
+                        resources: dict) -> Budget:
+        """This notebook's limits: derived from the reference's times where they are known."""
+        base = self.budget()
+        if not self.limits_from_reference:
+            return base
+        try:
+            source = course_notebook(self, resources, "source_directory")
+        except FileNotFoundError as exc:  # RestoreNotebookStructure refuses to grade without it anyway
+            self.log.warning("time limits stay fixed: %s", str(exc))  # not exc: its traceback pins resources
+            return base
+        runners = Shared.get(resources, RUNNER_SOURCE)
+        reference = calibration.reference_times(source, lambda cells, shown: StudentSession(
+            cells, display_cells=shown, budget=base, limits=self.limits(), require_isolation=self.require_isolation,
+            runner_source=runners))
+        if reference is None:
+            return base
+        return calibration.limits(reference, nb, positions, set(display), base, self.time_multiple, self.time_floor)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         positions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
         sources = [without_hidden_tests(nb.cells[i].source) for i in positions]
-        session = StudentSession(sources, display_cells=display_cells(nb, positions), budget=self.budget(),
+        display = display_cells(nb, positions)
+        session = StudentSession(sources, display_cells=display,
+                                 budget=self.notebook_budget(nb, positions, display, resources),
                                  limits=self.limits(), require_isolation=self.require_isolation,
                                  runner_source=Shared.get(resources, RUNNER_SOURCE))
         state = ExecutionState(session, positions)

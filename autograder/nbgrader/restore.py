@@ -21,8 +21,8 @@ class RestoreNotebookStructure(NbGraderPreprocessor):
     """Rebuild the submission on the source notebook's skeleton, keeping only the answers."""
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
-        source = self._notebook(resources, "source_directory")
-        stubs = {grade_id(c): c for c in self._notebook(resources, "release_directory").cells}
+        source = course_notebook(self, resources, "source_directory")
+        stubs = {grade_id(c): c for c in course_notebook(self, resources, "release_directory").cells}
         known = {grade_id(c) for c in source.cells} - {None}
         # Cells the instructor left without nbgrader metadata come from the source too;
         # the student's unchanged copies of them are not cells they added.
@@ -62,12 +62,14 @@ class RestoreNotebookStructure(NbGraderPreprocessor):
         nb.cells = cells
         return nb, resources
 
-    def _notebook(self, resources, step):
-        coursedir = CourseDirectory(parent=self)
-        info = resources["nbgrader"]
-        path = Path(coursedir.format_path(getattr(coursedir, step), ".", info["assignment"])) / (
-            info["notebook"] + ".ipynb")
-        if not path.exists():
-            raise FileNotFoundError(f"notebook {path} is missing: run `nbgrader generate_assignment "
-                                    f"{info['assignment']}` (or `make release`) first")
-        return nbformat.read(str(path), as_version=4)
+
+def course_notebook(parent: object, resources: dict, step: str) -> nbformat.NotebookNode:
+    """The instructor's copy of this notebook in `step` ("source_directory", "release_directory")."""
+    coursedir = CourseDirectory(parent=parent)
+    info = resources["nbgrader"]
+    path = Path(coursedir.format_path(getattr(coursedir, step), ".", info["assignment"])) / (
+        info["notebook"] + ".ipynb")
+    if not path.exists():
+        raise FileNotFoundError(f"notebook {path} is missing: run `nbgrader generate_assignment "
+                                f"{info['assignment']}` (or `make release`) first")
+    return nbformat.read(str(path), as_version=4)

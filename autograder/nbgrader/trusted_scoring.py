@@ -54,7 +54,7 @@ class TrustedScoring(NbGraderPreprocessor):
         try:
             parts = [p for p in (part_of(c) for c in nb.cells if is_test_cell(c)) if p]
             results = run_checks(session, parts, seed_key=(info["assignment"], info["student"]),
-                                 context={"cuda": _cuda_available(),
+                                 context={"cuda": cuda_available(),
                                           "charge_once": self.charge_each_mistake_once})
         finally:
             state.close()
@@ -68,7 +68,9 @@ class TrustedScoring(NbGraderPreprocessor):
             log.warning("%s/%s needs review: %s", info.get("student"), info.get("notebook"), note)
         report = {"student": info["student"], "assignment": info["assignment"], "notebook": info["notebook"],
                   "sandbox": {"isolated": session.status.isolated, "mechanism": session.status.mechanism},
-                  "events": session.events, "review": review, "seconds": session.elapsed(), "cells": []}
+                  "events": session.events, "review": review, "seconds": session.elapsed(),
+                  "limits": {"derived": bool(session.budget.cell_limits or session.budget.call_limits),
+                             "retried": session.retries}, "cells": []}
         # Limits hit and code to review: reported once, at the first grade cell.
         events = session.events + [dict(note, kind="NeedsReview") for note in review]
         for cell in nb.cells:
@@ -136,7 +138,7 @@ def _as_plain(output):
     return nbformat.from_dict({"output_type": "stream", "name": "stdout", "text": text})
 
 
-def _cuda_available():
+def cuda_available():
     try:
         import torch
 

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -39,7 +39,14 @@ WATCH_SECONDS = 0.2  # how often a wait looks at whether the runner has stopped 
 
 @dataclass(frozen=True)
 class Budget:
-    """Time limits of one submission; the total bounds the worst case."""
+    """Time limits of one submission; the total bounds the worst case.
+
+    `cell_limits` and `call_limits` hold each cell's and each checked
+    function's own limit (derived from the reference solution's times, see
+    ``autograder/nbgrader/calibration.py``); the fixed timeouts apply where
+    they name nothing.  A limit overrun is retried once on a fresh runner
+    before it is charged, so a loaded machine never costs a correct answer.
+    """
 
     start_timeout: float = 60.0
     cell_timeout: float = 30.0
@@ -47,6 +54,28 @@ class Budget:
     call_timeout: float = 10.0
     total_seconds: float = 240.0
     max_restarts: int = 8
+    cell_limits: Mapping[int, float] = field(default_factory=dict)  # cell position -> seconds
+    call_limits: Mapping[str, float] = field(default_factory=dict)  # function name -> seconds
+    multiple: float = 20.0  # how `cell_limits`/`call_limits` were derived, for the feedback text
+    floor: float = 2.0
+
+    def for_cell(self, pos: int, display: bool = False) -> float:
+        return self.cell_limits.get(pos, self.display_cell_timeout if display else self.cell_timeout)
+
+    def for_call(self, fn: str) -> float:
+        return self.call_limits.get(fn, self.call_timeout)
+
+    def cell_rule(self, pos: int, display: bool = False) -> str:
+        """The limit of cell `pos` in words.  Only configured numbers, never measured ones, so the
+        feedback is the same on every machine and from every command."""
+        ceiling = self.display_cell_timeout if display else self.cell_timeout
+        return self._rule(ceiling) if pos in self.cell_limits else f"{ceiling:g} 秒"
+
+    def call_rule(self, fn: str) -> str:
+        return self._rule(self.call_timeout) if fn in self.call_limits else f"{self.call_timeout:g} 秒"
+
+    def _rule(self, ceiling):
+        return f"参考答案在本机用时的 {self.multiple:g} 倍，不少于 {self.floor:g} 秒、不多于 {ceiling:g} 秒"
 
 
 @dataclass
@@ -71,6 +100,8 @@ class CallResult:
         """One line for feedback: why there is no usable value."""
         if self.status == "raised":
             return f"函数抛出 {self.ename}: {self.evalue}"
+        if self.status == "timeout" and self.evalue:
+            return f"{self.evalue}（可能有死循环）"
         return {
             "missing": "找不到这个函数（名字写错了，或者定义它的单元格出错了）",
             "timeout": "函数运行超时（可能有死循环）",
@@ -110,6 +141,9 @@ class StudentSession:
         self.hung = set()  # functions that timed out or crashed once
         self.events = []  # limit reports, shown to instructor and student
         self.restarts = 0
+        self.retries = 0  # limit overruns given a second try on a fresh runner
+        self.cell_seconds = {}  # position -> wall seconds of its run (calibration reads the reference's)
+        self.call_seconds = {}  # function -> wall seconds of its longest call
         self.started = time.monotonic()
         self.executed = 0  # cells run so far (prefix of self.cells)
         self.outputs = OutputBudget()
@@ -249,6 +283,8 @@ class StudentSession:
                 for pos in range(self.executed):
                     if pos not in self.skipped and pos not in self.display_cells:
                         current = pos
+                        # It finished within its limit before: only load or chance makes it slow now,
+                        # so the replay gets the fixed ceiling (the total budget still bounds it).
                         self._exchange({"op": "exec", "source": self.cells[pos]}, [], self.budget.cell_timeout)
                 return
             except (TimeoutError, _RunnerGone) as exc:
@@ -265,7 +301,7 @@ class StudentSession:
         outputs = {}
         for pos, source in enumerate(self.cells):
             is_display = pos in self.display_cells
-            timeout = self.budget.display_cell_timeout if is_display else self.budget.cell_timeout
+            timeout = self.budget.for_cell(pos, is_display)
             try:
                 if is_display and self.display_disabled:
                     self.skipped[pos] = "skipped"
@@ -273,11 +309,14 @@ class StudentSession:
                                      "text": "（前面的一个单元格超时或崩溃，这个单元格没有运行；"
                                              "隐藏检查照常评分。）\n"}]
                     continue
-                reply, _ = self._request({"op": "exec", "source": source}, [], timeout)
+                started = time.monotonic()
+                reply, _ = self._with_retry({"op": "exec", "source": source}, [], timeout)
+                self.cell_seconds[pos] = time.monotonic() - started
                 outputs[pos] = self.outputs.take(reply.get("outputs", []) if isinstance(reply, dict) else [],
                                                  pos + 1, pos)
             except TimeoutError:
-                outputs[pos] = [self._limit_output(pos, "CellTimeoutError", f"单元格运行超过 {timeout:g} 秒，已被终止")]
+                outputs[pos] = [self._limit_output(pos, "CellTimeoutError", _timeout_text(
+                    "单元格", self.budget.cell_rule(pos, is_display)), seconds=timeout)]
                 self._abandon(pos, "timeout")
             except _RunnerGone as exc:
                 outputs[pos] = [self._limit_output(pos, "KernelDied",
@@ -299,8 +338,11 @@ class StudentSession:
         self.display_disabled |= pos in self.display_cells
         self._kill()
 
-    def _limit_output(self, pos, ename, evalue):
-        self.events.append({"cell": pos, "kind": ename, "detail": evalue})
+    def _limit_output(self, pos, ename, evalue, seconds=None):
+        event = {"cell": pos, "kind": ename, "detail": evalue}
+        if seconds is not None:
+            event["seconds"] = round(seconds, 3)  # the limit that applied: for the instructor's report
+        self.events.append(event)
         return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]}
 
     def call(self, fn: str, *args: Any, on_device: str = "cpu", return_args: bool = False,
@@ -312,14 +354,17 @@ class StudentSession:
         msg = {"op": "call", "fn": fn, "return_args": return_args,
                "args": [_encode_arg(a, blobs, on_device) for a in args],
                "kwargs": {k: _encode_arg(v, blobs, on_device) for k, v in kwargs.items()}}
+        limit = self.budget.for_call(fn)
+        started = time.monotonic()
         try:
-            reply, out = self._request(msg, blobs, self.budget.call_timeout)
+            reply, out = self._with_retry(msg, blobs, limit)
         except TimeoutError:
-            return self._give_up(fn, "timeout")
+            return self._give_up(fn, "timeout", _timeout_text("函数", self.budget.call_rule(fn)), limit)
         except _RunnerGone:
             return self._give_up(fn, "crashed")
         except _BudgetSpent:
             return CallResult("budget")
+        self.call_seconds[fn] = max(self.call_seconds.get(fn, 0.0), time.monotonic() - started)
         try:
             return CallResult(
                 status=str(reply.get("status")),
@@ -332,16 +377,29 @@ class StudentSession:
         except (wire.WireError, TypeError, ValueError, AttributeError):
             return CallResult("crashed", evalue="评分进程收到了无法解析的结果")
 
-    def _give_up(self, fn, status):
+    def _give_up(self, fn, status, detail="", seconds=None):
         self.hung.add(fn)
-        self.events.append({"function": fn, "kind": status})
+        event = {"function": fn, "kind": status}
+        if detail:
+            event.update(detail=detail, seconds=seconds)
+        self.events.append(event)
         self._kill()
-        return CallResult(status)
+        return CallResult(status, evalue=detail)
+
+    def _with_retry(self, msg, blobs, timeout):
+        """One request; past its limit, once more on a fresh runner (earlier cells replayed) before
+        the overrun counts: a loaded machine, not the student's code, may have made it slow."""
+        try:
+            return self._request(msg, blobs, timeout)
+        except TimeoutError:
+            self._kill()
+            self.retries += 1
+        return self._request(msg, blobs, timeout)
 
     def get(self, name: str) -> Any:
         """Value of a global variable (hand-calculation answers); None if absent."""
         try:
-            reply, out = self._request({"op": "get", "name": name}, [], self.budget.call_timeout)
+            reply, out = self._with_retry({"op": "get", "name": name}, [], self.budget.call_timeout)
         except (TimeoutError, _RunnerGone, _BudgetSpent):
             self._kill()
             return None
@@ -355,6 +413,10 @@ class StudentSession:
 
 class _BudgetSpent(Exception):
     pass
+
+
+def _timeout_text(what, rule):
+    return f"{what}运行时间超过上限（{rule}），在新的运行环境中重试一次仍然超时，已被终止"
 
 
 def _drain(replies):

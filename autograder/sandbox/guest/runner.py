@@ -363,9 +363,22 @@ def serve(runner: Runner, proto_in: BinaryIO, proto_out: BinaryIO) -> NoReturn:
     os._exit(0)
 
 
+def warm_meta_device() -> None:
+    """The first meta-device op imports torch._dynamo and sympy (about a second of CPU).
+
+    A fresh runner pays it here, before "ready", under the start timeout, as
+    a zygote does in its warm-up: never inside the time limit of the student
+    function that happens to make the first meta-device call."""
+    import torch
+
+    torch.ones(1, device="meta") / 2.0
+
+
 def main() -> None:
     proto = take_stdio()
-    serve(new_runner(), *proto)
+    runner = new_runner()
+    warm_meta_device()
+    serve(runner, *proto)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,120 @@
+"""Time limits from what the reference solution takes on the machine that grades.
+
+Once per grading process (per worker for ``sdpa-course autograde``), the
+instructor's source notebook -- the solution -- runs exactly as a submission
+would: same sandbox, same runner source, then its hidden checks.  Each code
+cell's wall time and each checked function's longest call are kept
+(`ReferenceTimes`).  Student code then gets `limits` of them: a generous
+multiple, never below a floor and never above the fixed ceilings (the old
+timeouts).  Setup cells (imports, before the first answer) keep the ceiling:
+their time depends on whether the runner was forked warm or started cold,
+not on the student's code.
+
+Measured times never appear in a notebook: feedback states the rule
+(``Budget.cell_rule``), so stock and parallel grading write the same notebook.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nbformat import NotebookNode
+
+from ..sandbox.session import Budget, StudentSession
+from .cells import grade_id, is_answer_cell, is_test_cell, part_of, without_hidden_tests
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReferenceTimes:
+    """Wall seconds the reference solution took, measured on this machine."""
+
+    cells: dict[str, float]  # `cell_key` -> seconds of that cell's run
+    calls: dict[str, float]  # function -> seconds of its longest call in the hidden checks
+    seconds: float = 0.0  # how long measuring took (runner start included)
+
+
+class CalibrationError(Exception):
+    """The reference solution did not run cleanly, so its times would mislead."""
+
+
+def cell_key(cell: NotebookNode) -> str:
+    """How a submission's cell finds the reference's: by grade_id, an unnamed cell by its source."""
+    return grade_id(cell) or "source:" + hashlib.sha256(cell.get("source", "").encode()).hexdigest()[:16]
+
+
+def measure(source: NotebookNode, open_session: Callable[[list[str], list[int]], StudentSession]) -> ReferenceTimes:
+    """Run the source notebook and its hidden checks in a session from `open_session(sources, display)`."""
+    from ..grading.hidden_checks import run_checks
+    from .execute import display_cells
+    from .trusted_scoring import cuda_available
+
+    started = time.monotonic()
+    positions = [i for i, c in enumerate(source.cells) if c.cell_type == "code"]
+    sources = [without_hidden_tests(source.cells[i].source) for i in positions]
+    with open_session(sources, display_cells(source, positions)) as session:
+        session.run_notebook()
+        if session.events or session.retries:
+            raise CalibrationError(f"the reference solution hit a limit or crashed: {session.events[:3]}")
+        parts = [p for p in (part_of(c) for c in source.cells if is_test_cell(c)) if p]
+        results = run_checks(session, parts, seed_key=("calibration", "reference"),
+                             context={"cuda": cuda_available(), "charge_once": False})
+        failed = [c.name for r in results.values() for c in r.checks if not c.passed]
+        if failed or session.events:
+            raise CalibrationError(f"the reference solution fails hidden checks: {failed[:5]} {session.events[:3]}")
+        cells = {cell_key(source.cells[positions[pos]]): seconds for pos, seconds in session.cell_seconds.items()}
+        return ReferenceTimes(cells, dict(session.call_seconds), round(time.monotonic() - started, 3))
+
+
+def limits(reference: ReferenceTimes, nb: NotebookNode, positions: list[int], display: set[int], base: Budget,
+           multiple: float, floor: float) -> Budget:
+    """`base` with a limit per cell and per checked function: `multiple` x the reference, within [floor, ceiling].
+
+    A cell the reference does not have (one the student added) gets the largest non-setup limit.
+    """
+    def clamp(seconds, ceiling):
+        return min(max(multiple * seconds, floor), ceiling)
+
+    first_answer = next((i for i in positions if is_answer_cell(nb.cells[i])), None)
+    if first_answer is None:
+        return base
+    graded = [(pos, index) for pos, index in enumerate(positions) if index >= first_answer]
+    known = {cell_key(nb.cells[index]) for _, index in graded} & reference.cells.keys()
+    largest = max((reference.cells[k] for k in known), default=base.cell_timeout)
+    cells = {}
+    for pos, index in graded:
+        ceiling = base.display_cell_timeout if pos in display else base.cell_timeout
+        cells[pos] = clamp(reference.cells.get(cell_key(nb.cells[index]), largest), ceiling)
+    calls = {fn: clamp(seconds, base.call_timeout) for fn, seconds in reference.calls.items()}
+    return Budget(start_timeout=base.start_timeout, cell_timeout=base.cell_timeout,
+                  display_cell_timeout=base.display_cell_timeout, call_timeout=base.call_timeout,
+                  total_seconds=base.total_seconds, max_restarts=base.max_restarts,
+                  cell_limits=cells, call_limits=calls, multiple=multiple, floor=floor)
+
+
+_MEASURED: dict[str, object] = {}  # source digest -> ReferenceTimes, or why there are none (text)
+
+
+def reference_times(source: NotebookNode,
+                    open_session: Callable[[list[str], list[int]], StudentSession]) -> ReferenceTimes | None:
+    """This process's measurement of `source` (made on first use); None if the reference did not run cleanly."""
+    digest = hashlib.sha256("\x00".join(c.source for c in source.cells if c.cell_type == "code").encode()).hexdigest()
+    if digest not in _MEASURED:
+        try:
+            _MEASURED[digest] = measure(source, open_session)
+            log.info("reference solution timed in %.1f s", _MEASURED[digest].seconds)
+        except CalibrationError as exc:  # kept as text: a traceback would pin the frames it passed
+            _MEASURED[digest] = str(exc)
+            log.warning("time limits stay fixed (SandboxedExecute.cell_timeout/call_timeout): %s", str(exc))
+    found = _MEASURED[digest]
+    return found if isinstance(found, ReferenceTimes) else None
+
+
+def forget() -> None:
+    """Measure again at the next notebook (tests; a worker that moved to another machine)."""
+    _MEASURED.clear()
+
