@@ -1,0 +1,110 @@
+"""Time limits from the reference solution: derived, bounded, and never charged for a slow moment."""
+import time
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook
+
+from autograder.nbgrader import calibration
+from autograder.nbgrader.calibration import ReferenceTimes, cell_key
+from autograder.sandbox.session import Budget, StudentSession
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def _cell(source, grade_id=None, solution=False, locked=False):
+    cell = new_code_cell(source)
+    if grade_id:
+        cell.metadata["nbgrader"] = {"grade_id": grade_id, "solution": solution, "locked": locked, "grade": False}
+    return cell
+
+
+def _notebook():
+    return new_notebook(cells=[
+        _cell("import torch", "setup", locked=True),  # setup: before the first answer
+        _cell("def f(x): ...", "ans-f", solution=True),
+        _cell("plot()", "demo", locked=True),  # provided, shows output only
+        _cell("x = 1"),  # added by the student: the reference has no such cell
+        _cell("def g(x): ...", "ans-g", solution=True),
+    ])
+
+
+def test_limits_are_a_multiple_of_the_reference_within_floor_and_ceiling():
+    nb = _notebook()
+    reference = ReferenceTimes(cells={"setup": 1.5, "ans-f": 0.001, "demo": 0.2, "ans-g": 0.4},
+                               calls={"f": 0.01, "g": 0.3, "slow": 5.0})
+    base = Budget(cell_timeout=30, display_cell_timeout=5, call_timeout=10)
+    budget = calibration.limits(reference, nb, list(range(5)), {2}, base, multiple=20, floor=2)
+    assert budget.for_cell(0) == 30  # setup keeps the ceiling: a cold runner imports torch there
+    assert budget.for_cell(1) == 2  # 20 x 1 ms is below the floor
+    assert budget.for_cell(2, display=True) == 4  # 20 x 0.2 s
+    assert budget.for_cell(3) == 8  # unknown cell: the largest non-setup limit (20 x 0.4 s)
+    assert budget.for_cell(4) == 8
+    assert budget.for_call("f") == 2 and budget.for_call("g") == 6
+    assert budget.for_call("slow") == 10  # 100 s would exceed the ceiling
+    assert budget.for_call("never_timed") == 10
+    # Feedback names the rule in configured numbers only, the same on every machine.
+    assert budget.cell_rule(1) == "参考答案在本机用时的 20 倍，不少于 2 秒、不多于 30 秒"
+    assert budget.cell_rule(0) == "30 秒"
+
+
+def test_cells_match_by_grade_id_or_by_their_source():
+    assert cell_key(_cell("anything", "ans-f", solution=True)) == "ans-f"
+    assert cell_key(_cell("print(1)")) == cell_key(_cell("print(1)")) != cell_key(_cell("print(2)"))
+
+
+def test_the_reference_solution_is_timed_cell_by_cell_and_call_by_call():
+    source = nbformat.read(str(ROOT / "source" / "sdpa" / "sdpa.ipynb"), as_version=4)
+    calibration.forget()
+    try:
+        reference = calibration.reference_times(
+            source, lambda cells, shown: StudentSession(cells, display_cells=shown, budget=Budget()))
+    finally:
+        calibration.forget()
+    assert reference is not None, "the reference solution should run cleanly and pass its hidden checks"
+    answers = {c.metadata["nbgrader"]["grade_id"] for c in source.cells
+               if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")}
+    assert answers <= reference.cells.keys()
+    assert {"attention_scores", "softmax", "scaled_dot_product_attention"} <= reference.calls.keys()
+    # A fresh runner makes its first meta-device op before "ready": no call carries that second.
+    assert max(reference.calls.values()) < 0.5, reference.calls
+
+
+def _slow_once(seconds, until):
+    """A cell that sleeps `seconds` while the wall clock is before `until`: slow only on its first try."""
+    return f"import time\nif time.time() < {until!r}:\n    time.sleep({seconds!r})\nok = True"
+
+
+def test_a_transiently_slow_cell_is_retried_and_not_charged():
+    limit = 1.0
+    cells = ["x = 1", _slow_once(3 * limit, time.time() + limit / 2 + 3)]  # +3: the runner's own start
+    with StudentSession(cells, budget=Budget(cell_limits={1: limit})) as session:
+        outputs = session.run_notebook()
+        assert session.retries == 1 and not session.events, session.events
+        assert not any(o.get("output_type") == "error" for o in outputs[1])
+        assert session.get("ok") is True
+
+
+def test_a_cell_that_is_always_slow_is_charged_after_one_retry():
+    cells = ["import time\ntime.sleep(30)", "after = 1"]
+    with StudentSession(cells, budget=Budget(cell_limits={0: 1.0}, multiple=20, floor=1)) as session:
+        started = time.monotonic()
+        outputs = session.run_notebook()
+        assert time.monotonic() - started >= 2.0  # two tries of one second each
+        assert session.retries == 1
+        [event] = session.events
+        assert event["kind"] == "CellTimeoutError" and event["seconds"] == 1.0
+        assert "参考答案在本机用时的 20 倍" in event["detail"] and "重试一次" in event["detail"]
+        assert outputs[0][0]["ename"] == "CellTimeoutError"
+        assert session.get("after") == 1  # the rest of the notebook still ran
+
+
+def test_a_hanging_function_costs_two_tries_then_nothing():
+    cells = ["def hang(x):\n    while True:\n        pass", "def fine(x):\n    return x"]
+    with StudentSession(cells, budget=Budget(call_limits={"hang": 1.0, "fine": 1.0})) as session:
+        session.run_notebook()
+        result = session.call("hang", 1)
+        assert result.status == "timeout" and session.retries == 1
+        assert "重试一次" in result.describe()
+        started = time.monotonic()
+        assert session.call("hang", 1).status == "timeout" and time.monotonic() - started < 0.5
+        assert session.call("fine", 3).value == 3
