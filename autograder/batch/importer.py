@@ -6,13 +6,20 @@ nbgrader's own `SaveAutoGrades` and `AssignLatePenalties` on the autograded
 notebook), checks every auto score against the worker's, and only then
 publishes ``autograded/<student>/<assignment>/`` by a rename from staging.
 So a student is in ``autograded/`` only once their grades are committed.
+
+A submission the converter failed on gets what stock ``nbgrader autograde``
+leaves for it: the entries its steps wrote before the failure (the worker
+reads them from its private gradebook, `written_before_failure`) and no
+``autograded/`` folder.  For a notebook nbgrader cannot read (empty,
+truncated, not UTF-8, not a notebook) that is the student and a submission
+whose grades have no automatic score: 0 points in an export.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Optional
 
 from .bundle import write_tree
 from .coursedir import step_dir
@@ -52,6 +59,22 @@ class Importer:
             warnings.simplefilter("ignore")  # nbgrader's SQLAlchemy warnings, printed by every stock run too
             return self._save(result)
 
+    def _submission_rows(self, gb, student, submission=True):
+        """What Autograde.init_assignment writes: the student, then the submission with its timestamp."""
+        coursedir, assignment = self.coursedir, self.assignment
+        if self.create_student:
+            gb.update_or_create_student(student)
+        else:
+            gb.find_student(student)
+        if not submission:
+            return
+        timestamp = coursedir.get_existing_timestamp(
+            step_dir(coursedir, coursedir.submitted_directory, student, assignment))
+        if timestamp:
+            gb.update_or_create_submission(assignment, student, timestamp=timestamp)
+        else:
+            gb.update_or_create_submission(assignment, student)
+
     def _save(self, result):
         from nbgrader.api import Gradebook, MissingEntry
 
@@ -60,18 +83,9 @@ class Importer:
         stage = os.path.join(self.staging, f"{uuid.uuid4().hex[:12]}")
         write_tree(stage, result["files"])
         db_url = coursedir.db_url
-        timestamp = coursedir.get_existing_timestamp(
-            step_dir(coursedir, coursedir.submitted_directory, student, assignment))
         # What Autograde.init_assignment writes...
         with Gradebook(db_url, coursedir.course_id) as gb:
-            if self.create_student:
-                gb.update_or_create_student(student)
-            else:
-                gb.find_student(student)
-            if timestamp:
-                gb.update_or_create_submission(assignment, student, timestamp=timestamp)
-            else:
-                gb.update_or_create_submission(assignment, student)
+            self._submission_rows(gb, student)
         # ...then what its SaveAutoGrades and AssignLatePenalties steps write, by those very steps.
         import nbformat
 
@@ -113,3 +127,103 @@ class Importer:
             shutil.rmtree(old, ignore_errors=True)
         return score, max_score
 
+
+    def save_failed(self, result: dict) -> bool:
+        """Leave a submission the converter failed on as stock `nbgrader autograde` does.
+
+        Its ``autograded/`` folder goes (nbgrader removes a failed one), then
+        the gradebook gets the entries nbgrader's steps wrote before the
+        failure (``result["written"]``, see `written_before_failure`).
+        Returns False, and changes nothing, for a failure nbgrader never
+        reached (unreadable files, a dead or late worker).
+        """
+        import warnings
+
+        written = result.get("written")
+        if not written:
+            return False
+        self._unpublish(result["student"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._save_written(result["student"], written)
+        return True
+
+    def _unpublish(self, student):
+        dest = step_dir(self.coursedir, self.coursedir.autograded_directory, student, self.assignment)
+        if os.path.exists(dest):
+            os.makedirs(self.staging, exist_ok=True)
+            old = os.path.join(self.staging, f"failed-{uuid.uuid4().hex[:12]}")
+            os.replace(dest, old)
+            shutil.rmtree(old, ignore_errors=True)
+
+    def _save_written(self, student, written):
+        from nbgrader.api import Gradebook
+
+        assignment = self.assignment
+        with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
+            if written["student"]:
+                self._submission_rows(gb, student, submission=written["submission"])
+            for (kind, notebook, cell, column), value in written["values"].items():
+                if kind == "notebook":
+                    row = gb.find_submission_notebook(notebook, assignment, student)
+                elif kind == "grade":
+                    row = gb.find_grade(cell, notebook, assignment, student)
+                else:
+                    row = gb.find_comment(cell, notebook, assignment, student)
+                setattr(row, column, value)
+            gb.db.commit()
+
+
+# The columns of a submission that `nbgrader autograde` writes (the rest belong to manual grading).
+AUTOGRADE_COLUMNS = {"notebook": ("late_submission_penalty",), "grade": ("auto_score", "needs_manual_grade"),
+                     "comment": ("auto_comment",)}
+
+
+def autograde_entries(db_url: str, course_id: str, assignment: str, student: str) -> dict:
+    """One student's gradebook entries that `nbgrader autograde` writes.
+
+    {"student": exists, "submission": exists, "values": {(kind, notebook,
+    cell, column): value}} with kind "notebook", "grade" or "comment"
+    (cell "" for a notebook) and the columns of `AUTOGRADE_COLUMNS`.
+    """
+    from nbgrader.api import Gradebook, MissingEntry
+
+    entries: dict[str, Any] = {"student": False, "submission": False, "values": {}}
+    with Gradebook(db_url, course_id) as gb:
+        try:
+            gb.find_student(student)
+            entries["student"] = True
+            submission = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return entries
+        entries["submission"] = True
+        values = entries["values"]
+        for notebook in submission.notebooks:
+            rows = [("notebook", "", notebook)]
+            rows += [("grade", grade.name, grade) for grade in notebook.grades]
+            rows += [("comment", comment.name, comment) for comment in notebook.comments]
+            for kind, cell, row in rows:
+                for column in AUTOGRADE_COLUMNS[kind]:
+                    values[(kind, notebook.name, cell, column)] = getattr(row, column)
+    return entries
+
+
+def written_before_failure(converter: Any, assignment: str, student: str) -> Optional[dict]:
+    """What nbgrader's converter wrote for `student` before it failed, for `Importer.save_failed`.
+
+    `converter` (``worker.autograde_class``) read the student's entries in
+    the worker's private gradebook before it wrote any; the difference from
+    them now is what stock `nbgrader autograde` leaves in the gradebook for
+    this submission.  None where the converter never began the submission
+    or the private gradebook cannot be read.
+    """
+    before = getattr(converter, "entries_before", None)
+    if before is None:
+        return None
+    try:
+        after = autograde_entries(converter.coursedir.db_url, converter.coursedir.course_id, assignment, student)
+    except Exception:  # noqa: BLE001 - the failure is reported either way
+        return None
+    after["values"] = {key: value for key, value in after["values"].items()
+                       if key not in before["values"] or before["values"][key] != value}
+    return after

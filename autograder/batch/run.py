@@ -18,7 +18,10 @@ only *where* it runs differs.
 * Failures: a submission whose grading raises, whose worker dies, or that
   runs past ``--timeout`` is reported on one line (``failures.py``) and the
   others go on; it gets no ``autograded/`` directory, so the next run
-  retries it.  Exit status 1.
+  retries it (as stock does).  Exit status 1.  Where nbgrader's converter
+  failed (an unreadable notebook, ...), the gradebook gets what the stock
+  command leaves for it (``Importer.save_failed``): an export shows the
+  same scores whichever command graded.
 
 How fast, and where a submission's time goes: ``make bench`` and
 ``python tools/bench.py --profile``; the figures are in the README.
@@ -206,8 +209,12 @@ class Autograder:
                     self.say(_indent(result["log"]))
                 return
         info = result.get("failure") or {}
-        failure = Failure(student, info.get("notebook") or "-", info.get("cell"),
-                          info.get("reason") or "unknown error", info.get("stage"))
+        reason = info.get("reason") or "unknown error"
+        try:
+            importer.save_failed(result)  # what stock nbgrader leaves for a submission it failed on
+        except Exception as exc:  # noqa: BLE001 - as above
+            reason += f" (and its gradebook entries could not be saved: {reason_of(exc)})"
+        failure = Failure(student, info.get("notebook") or "-", info.get("cell"), reason, info.get("stage"))
         summary.failed.append(failure)
         self.say(f"{prefix} FAILED {failure.short()}")
         if self.verbose and result.get("log"):

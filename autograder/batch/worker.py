@@ -28,17 +28,20 @@ from ..nbgrader.state import RUNNER_SOURCE, Shared
 from .bundle import read_tree, write_tree
 from .coursedir import load_app, step_dir
 from .failures import explain_failure
+from .importer import autograde_entries, written_before_failure
 
 
 def autograde_class() -> type:
     from nbgrader.converters import Autograde
 
     class ObservedAutograde(Autograde):
-        """nbgrader's Autograde, unchanged, except that it remembers the first exception it saw
-        and hands each notebook the worker's runner source (nbconvert resources, see ``nbgrader/state.py``)."""
+        """nbgrader's Autograde, unchanged, except that it remembers the first exception it saw and the
+        student's gradebook entries before it wrote any (for ``importer.written_before_failure``), and
+        hands each notebook the worker's runner source (nbconvert resources, see ``nbgrader/state.py``)."""
 
         failure = None
         runner_source = None
+        entries_before = None
 
         def init_single_notebook_resources(self, notebook_filename: str) -> dict:
             resources = super().init_single_notebook_resources(notebook_filename)
@@ -51,6 +54,8 @@ def autograde_class() -> type:
 
         def init_assignment(self, assignment_id: str, student_id: str) -> None:
             try:
+                self.entries_before = autograde_entries(self.coursedir.db_url, self.coursedir.course_id,
+                                                        assignment_id, student_id)
                 return super().init_assignment(assignment_id, student_id)
             except Exception:
                 self._remember(None)
@@ -173,6 +178,7 @@ class Grader:
             result["ok"] = True
         except Exception as exc:  # noqa: BLE001 - one submission's failure is data, not a crash
             result["failure"] = explain_failure(converter, exc, task["files"], self.capture.lines)
+            result["written"] = written_before_failure(converter, self.assignment, student)
         result["log"] = "\n".join(self.capture.lines)
         result["runners"] = self._runner_source(*counts)
         result["seconds"] = round(time.perf_counter() - started, 3)

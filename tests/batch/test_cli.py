@@ -308,3 +308,115 @@ def test_pool_hands_each_session_its_own_fresh_sandboxed_runner():
     finally:
         for s in sessions + [plain]:
             s.close()
+
+
+def _entries(root):
+    """{student: what `nbgrader export` and formgrader read of their submission (None: no submission)}."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    out = {}
+    with Gradebook(f"sqlite:///{Path(root) / 'gradebook.db'}") as gb:
+        for student in gb.students:
+            try:
+                sub = gb.find_submission(course.ASSIGNMENT, student.id)
+            except MissingEntry:
+                out[student.id] = None
+                continue
+            out[student.id] = {
+                "timestamp": sub.timestamp, "score": sub.score, "max_score": sub.max_score,
+                "notebooks": {nb.name: {
+                    "late_submission_penalty": nb.late_submission_penalty,
+                    "grades": {g.name: (g.auto_score, g.score, g.max_score, g.needs_manual_grade) for g in nb.grades},
+                    "comments": {c.name: c.auto_comment for c in nb.comments}} for nb in sub.notebooks}}
+    return out
+
+
+def _stock_failed(proc):
+    """Students the stock command names in its closing error lines."""
+    import re
+
+    return set(re.findall(r"There was an error processing assignment '[^']*' for student '([^']*)'", proc.stderr))
+
+
+def _submit_files(root, student, files, timestamp):
+    folder = Path(root) / "submitted" / student / course.ASSIGNMENT
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    (folder / "timestamp.txt").write_text(timestamp)
+
+
+def _has_autograded(root, student):
+    return (Path(root) / "autograded" / student / course.ASSIGNMENT).exists()
+
+
+@pytest.mark.slow
+def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, tmp_path):
+    """Both commands, same course: identical gradebook entries, also for notebooks nbgrader cannot read."""
+    import nbformat
+
+    good = nbformat.writes(built["correct-reference"]).encode("utf-8")
+    # The sandbox hands back what the student printed; a lone surrogate in it makes nbgrader fail while it
+    # writes the autograded notebook, after SaveAutoGrades has stored the scores (stock keeps them).
+    printing = nbformat.reads(good.decode("utf-8"), as_version=4)
+    printing.cells.append(nbformat.v4.new_code_cell("print('\\ud800')"))
+    unreadable = {
+        "empty": {"sdpa.ipynb": b""},
+        "truncated": {"sdpa.ipynb": good[: len(good) // 2]},
+        "not-utf8": {"sdpa.ipynb": b'{"cells": ["\xff\xfe\x80"]}'},
+        "json-list": {"sdpa.ipynb": b"[]"},
+        "json-object": {"sdpa.ipynb": b"{}"},
+        "other-name": {"answers.ipynb": good},  # nbgrader creates the submission, then finds no known notebook
+    }
+    submissions = dict(unreadable, **{
+        "correct-reference": {"sdpa.ipynb": good},
+        "prints-surrogate": {"sdpa.ipynb": nbformat.writes(printing).encode("utf-8")},
+        "no-notebook": {"notes.txt": b"no notebook here"},  # neither command sees a submission
+    })
+    roots = {}
+    for name in ("stock", "cli"):
+        roots[name] = tmp_path / name
+        shutil.copytree(released, roots[name])
+        for student, files in submissions.items():
+            _submit_files(roots[name], student, files, "2024-03-01 10:00:00.000000 UTC")
+    stock, cli_root = roots["stock"], roots["cli"]
+
+    def both(*args):
+        ref = course.nbgrader(stock, "autograde", course.ASSIGNMENT, *args, *LIMITS, check=False)
+        ours = _cli(cli_root, "autograde", course.ASSIGNMENT, "--workers", "2", *args, *LIMITS)
+        failed = {line.split()[1]: line for line in ours.stdout.splitlines() if line.startswith("FAILED")}
+        assert ref.returncode == ours.returncode == 1, ref.stderr[-3000:] + ours.stdout + ours.stderr
+        assert set(failed) == _stock_failed(ref), (ours.stdout, ref.stderr[-3000:])
+        assert _entries(cli_root) == _entries(stock)
+        for student in failed:  # nbgrader removes a failed submission's autograded/ folder: so does the CLI
+            assert not _has_autograded(stock, student) and not _has_autograded(cli_root, student), student
+        return failed, ours
+
+    failed, ours = both()
+    assert set(unreadable) <= set(failed) and "correct-reference" not in failed
+    assert "FAILED empty  sdpa.ipynb  cell -  NotJSONError" in failed["empty"]
+    assert "] empty FAILED sdpa.ipynb  cell -  NotJSONError" in ours.stderr
+    graded = 2 - ("prints-surrogate" in failed)
+    assert f"graded {graded}, skipped 0 (already graded), failed {len(failed)} " in ours.stdout, ours.stdout
+    entries = _entries(cli_root)
+    assert "no-notebook" not in entries
+    assert (entries["correct-reference"]["score"], entries["correct-reference"]["max_score"]) == (105, 110)
+    if "prints-surrogate" in failed:  # failed after SaveAutoGrades: stock keeps the scores it stored
+        assert entries["prints-surrogate"]["score"] == 105
+    for student in unreadable:  # what an export shows: a submission worth 0 of 110 (no automatic score)
+        assert (entries[student]["score"], entries[student]["max_score"]) == (0, 110), student
+        assert {g[0] for g in entries[student]["notebooks"]["sdpa"]["grades"].values()} == {None}, student
+
+    # A second run retries the failed ones (they have no autograded/ folder), as stock does; nothing changes.
+    again, ours = both()
+    assert again.keys() == failed.keys() and "skipped 1 (already graded)" in ours.stdout, ours.stdout
+
+    # A graded student resubmits an empty notebook: both keep the old scores, record the new timestamp and
+    # drop the autograded/ folder.
+    for root in (stock, cli_root):
+        _submit_files(root, "correct-reference", {"sdpa.ipynb": b""}, "2024-03-02 10:00:00.000000 UTC")
+    resubmitted, _ = both("--student", "correct-reference")
+    assert list(resubmitted) == ["correct-reference"]
+    entry = _entries(cli_root)["correct-reference"]
+    assert entry["score"] == 105 and str(entry["timestamp"]).startswith("2024-03-02 10:00")
