@@ -210,6 +210,11 @@ def scale_scores(scores, d_k):
     # Aimed at whoever runs next in the same sandbox (``forkserver.py`` reuses one
     # for many students): its own correct answers must keep every point, and the
     # next student must be graded as if it had never existed.
+    # Text no notebook can store (a lone surrogate) in an output and in an exception message:
+    # the grader must still write this student's notebook, with every point they earned.
+    Sample("attack-unencodable-output", "attack", "full",
+           append=("print('\\ud800')\ntry:\n    raise ValueError('\\udfff')\nexcept ValueError as e:\n"
+                   "    display(e)",)),
     Sample("attack-leave-traces", "attack", "full", append=(LEAVE_TRACES,)),
     Sample("attack-stop-everyone-else", "attack", "full", append=(STOP_OTHERS,)),
 ]

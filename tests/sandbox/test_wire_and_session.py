@@ -83,3 +83,16 @@ def test_forged_frames_and_hangs_cost_one_call_each(session):
     assert session.call("hang", torch.ones(1)).status == "timeout"
     assert session.call("hang", torch.ones(1)).status == "timeout"  # no second wait
     assert session.call("double", torch.ones(1)).ok
+
+
+def test_text_no_notebook_can_store_arrives_as_replacement_characters():
+    """A lone surrogate (JSON "\\ud800") in an output or an exception would make the notebook unwritable."""
+    cells = ["print('a\\ud800b')", "def bad(x):\n    raise ValueError('\\udfff' * 3)"]
+    with StudentSession(cells) as s:
+        outputs = s.run_notebook()
+        result = s.call("bad", 1)
+    text = outputs[0][0]["text"]
+    assert text.startswith("a") and text.rstrip().endswith("b") and "\ud800" not in text
+    text.encode("utf-8")  # raises if a surrogate got through
+    assert result.status == "raised" and result.evalue and "\udfff" not in result.evalue
+    result.describe().encode("utf-8")

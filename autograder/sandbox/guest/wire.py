@@ -70,7 +70,7 @@ def receive(stream: IO[bytes], max_header: int = MAX_HEADER_BYTES,
     if size > max_header:
         raise WireError(f"header of {size} bytes exceeds the limit of {max_header}")
     try:
-        header = json.loads(_read_exact(stream, size))
+        header = _storable(json.loads(_read_exact(stream, size)))
     except ValueError as exc:
         raise WireError(f"header is not JSON: {exc}") from None
     sizes = header.get("blobs", []) if isinstance(header, dict) else None
@@ -79,6 +79,22 @@ def receive(stream: IO[bytes], max_header: int = MAX_HEADER_BYTES,
     if sum(sizes) > max_blobs:
         raise WireError(f"message of {sum(sizes)} bytes exceeds the limit of {max_blobs}")
     return header, [_read_exact(stream, s) for s in sizes]
+
+
+def _storable(value: Any) -> Any:
+    """`value` with every string valid Unicode: JSON's "\\ud800" decodes to a lone surrogate, which
+    no notebook or gradebook can store, so one printed character would cost the whole submission."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    return value
 
 
 def short(text: object) -> str:
