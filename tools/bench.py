@@ -69,7 +69,7 @@ def copy_course(base: Path, target: Path, students=None) -> Path:
 def cpu_floor(args, top: Path):
     """CPU floor figures from a `--profile --zygote --kind correct` run in its own process (None if it failed)."""
     out = top / "floor.json"
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--profile", "--zygote", "--kind", "correct", "--n", "3",
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--profile", "--zygote", "--kind", "correct", "--n", "4",
            "--dir", str(top / "floor"), "--json", str(out), *args.nbgrader_args]
     with open(top / "floor.log", "w") as log:
         subprocess.run(cmd, env=course.nbgrader_env(), stdout=log, stderr=subprocess.STDOUT)
@@ -207,7 +207,7 @@ def resume(args, base, students, clean, top, tmp):
         when = f"killed at {run.killed_at:.1f} s" if run.killed_at is not None else "finished before the kill"
         print(f"  {fraction:g}: {when}: {len(saved)} of {len(students)} in autograded/, "
               + ("each with the clean run's grades" if not wrong else f"DIFFERENT grades: {', '.join(wrong)}")
-              + (f"; STILL ALIVE: {run.left_alive}" if run.left_alive else "; no process of the group left"))
+              + (f"; STILL ALIVE: {run.left_alive}" if run.left_alive else "; no worker or sandbox left"))
     final = bench_runs.run_cli(root, args.workers, args.nbgrader_args, tmp)
     _, books = bench_runs.compare(clean["root"], root, [s.id for s in students])
     same = course.grades(root) == reference
@@ -241,7 +241,7 @@ def bench(args) -> int:
     print(f"CLI: sdpa-course autograde --workers {args.workers} on {n} ...", flush=True)
     cli = bench_runs.run_cli(cli_root, args.workers, args.nbgrader_args, tmp)
     loads.append(os.getloadavg()[0])
-    print("CPU floor: tools/bench.py --profile --zygote --kind correct --n 3 ...", flush=True)
+    print("CPU floor: tools/bench.py --profile --zygote --kind correct --n 4 ...", flush=True)
     floor = cpu_floor(args, top)
     rows = per_kind(students, stock, cli)
     print_times(args, students, stock, cli, rows, len(sample) < n, loads)

@@ -54,7 +54,7 @@ class CliRun:
     memory: list = field(default_factory=list)  # (seconds from start, VmHWM MiB) samples
     summary: str = ""
     killed_at: Optional[float] = None
-    left_alive: list = field(default_factory=list)  # pids of its group still alive after the kill
+    left_alive: list = field(default_factory=list)  # its processes (workers, sandboxes) alive after the kill
 
     @property
     def peak_mib(self) -> float:
@@ -124,7 +124,7 @@ def run_cli(root: Path, workers: int, extra: list[str], tmp: Path, kill_after: O
         reader.join()
     run.summary = "".join(out)
     if run.killed_at is not None:
-        run.left_alive = wait_group_gone(proc.pid)
+        run.left_alive = wait_gone(proc.pid, tmp)
     return run
 
 
@@ -142,27 +142,34 @@ def _read_progress(stream, run, t0):
 
 
 def kill_group(pgid: int) -> None:
-    """SIGKILL every process of the group: the CLI and its workers (sandboxes die with their parent)."""
+    """SIGKILL every process of the group: the CLI and its workers (their sandboxes die with them)."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes in process group `pgid`."""
+def survivors(pgid: int, tmp: Path) -> list[int]:
+    """Live (non-zombie) processes of group `pgid`, or using `tmp` (sandboxes run in sessions of their own)."""
     found = []
     for pid in procfs.pids():
         fields = procfs.stat_fields(pid)
-        if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+        if not fields or fields[0] == "Z":
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read()
+        except OSError:
+            continue
+        if fields[2] == str(pgid) or os.fsencode(str(tmp)) in args:
             found.append(pid)
     return found
 
 
-def wait_group_gone(pgid: int, timeout: float = 10.0) -> list[int]:
-    """Wait until no process of the group is left; returns those still there at the timeout."""
+def wait_gone(pgid: int, tmp: Path, timeout: float = 10.0) -> list[int]:
+    """Wait until the killed run's processes are gone; returns those still there at the timeout."""
     deadline = time.monotonic() + timeout
-    while (left := group_members(pgid)) and time.monotonic() < deadline:
+    while (left := survivors(pgid, tmp)) and time.monotonic() < deadline:
         time.sleep(0.05)
     return left
 
