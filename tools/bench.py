@@ -142,8 +142,8 @@ def print_times(args, students, stock, cli, rows, sampled, loads):
 
 
 def print_floor(floor, cli, n):
-    if floor is None:
-        print("\nCPU floor: not measured (see floor.log)")
+    if floor is None or floor["total"] <= 0:
+        print("\nCPU floor: not measured (see floor.log under --dir, kept with --keep)")
         return
     per = floor["total"] / floor["cores"]
     runner = f"{floor['runner']:.2f} s" if floor["runner"] > 0 else "unavailable (no runner pid)"
