@@ -63,8 +63,11 @@ test-fast: install lint
 gpu-check: install
 	$(PY) tools/gpu_check.py
 
+# make bench N=1000 BENCH_ARGS="--kill-at 0.1,0.5,0.9": see tools/bench.py
+N ?= 60
+BENCH_ARGS ?=
 bench: install system-deps release
-	$(PY) tools/bench.py
+	$(PY) tools/bench.py --n $(N) $(BENCH_ARGS)
 
 clean:
 	rm -rf submitted autograded feedback gradebook.db .artifacts reports

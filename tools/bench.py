@@ -1,24 +1,41 @@
 """Benchmark: stock `nbgrader autograde` vs `sdpa-course autograde --workers 2` (``make bench``).
 
-Generates N submissions (default 60) from a mix of the catalogue's correct
-and buggy samples, grades one copy of the course with stock ``nbgrader
+Generates a class of N students that looks like a real one (``bench_class.py``:
+about 70% correct, 25% buggy, 5% hanging, crashing or unreadable; seeded),
+prints the mix, grades one copy of the course with stock ``nbgrader
 autograde`` and another with ``sdpa-course autograde --workers W``, one
-after the other on this machine, checks that every score and every
-autograded notebook is identical, and prints seconds per submission for
-both and the ratio.
+after the other on this machine, and prints:
 
-``--profile`` instead grades a few submissions with the stock converter
-in this process, timing each stage, and prints where one submission's
-time goes; with ``--zygote`` the runners are forked from a warmed zygote,
-as in the workers of ``sdpa-course autograde``.
+* seconds per submission for both and the ratio, and a table per kind of
+  submission (stock: each student's time from nbgrader's timestamped log;
+  CLI: the worker seconds of its per-submission lines, and their share of
+  the wall time);
+* the per-submission CPU floor: CPU of a correct submission's cells plus its
+  hidden checks (``--profile --zygote --kind correct``), divided by the
+  cores -- no scheduler can grade faster than that;
+* for the CLI, seconds per submission per block of completions (flat in N?)
+  and the peak resident memory (VmHWM) of its process, the gradebook's
+  single writer;
+* whether every score and autograded notebook is identical, naming each
+  student that differs.
 
-    python tools/bench.py [--n 60] [--workers 2] [--dir .artifacts/bench] [--keep]
-    python tools/bench.py --profile [--n 4] [--zygote]
+Above 200 students stock would take hours, so it grades a stratified sample
+of ``--stock-sample`` students (default 50) and its class figure is an
+estimate, labelled so.  ``--kill-at 0.1,0.5,0.9`` also grades a third copy
+with the CLI, SIGKILLs its process group at those fractions of the clean
+run's time, re-runs it, and checks that the result equals the clean run.
+Options of the form ``--Class.trait=value`` go to both graders.
+
+``--profile`` instead grades a few submissions with the stock converter in
+this process, timing each stage, and prints where one submission's time and
+CPU go (``bench_profile.py``); ``--zygote`` forks the runners from a warmed
+zygote, as the workers of ``sdpa-course autograde`` do.
+
+    python tools/bench.py [--n 60] [--workers 2] [--seed 0] [--stock-sample K] [--kill-at F,F,...]
+                          [--dir .artifacts/bench] [--keep] [--Class.trait=value ...]
+    python tools/bench.py --profile [--n 4] [--zygote] [--kind correct] [--json FILE]
 """
 import argparse
-import collections
-import functools
-import gc
 import json
 import os
 import shutil
@@ -30,193 +47,257 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder.demo import course, submissions  # noqa: E402
+from autograder.cli import NBGRADER_OPTION  # noqa: E402
+from autograder.demo import course  # noqa: E402
+from tools import bench_class, bench_runs  # noqa: E402
+
+STOCK_LIMIT = 200  # above this many students, stock grades a sample
 
 
-def build_courses(base, n):
-    """A released course with n submissions (correct and buggy samples, in turn)."""
-    if base.exists():
-        shutil.rmtree(base)
-    course.make_course(base)
-    course.nbgrader(base, "generate_assignment", course.ASSIGNMENT, "--force")
-    release = course.release_notebook(base)
-    mix = submissions.CORRECT + submissions.BUGS
-    built = {}
-    for i in range(n):
-        sample = mix[i % len(mix)]
-        if sample.name not in built:
-            built[sample.name] = submissions.build(sample, release)
-        course.submit(base, f"s{i:03d}-{sample.name}", built[sample.name])
-    return base
+def copy_course(base: Path, target: Path, students=None) -> Path:
+    """A copy of the built course, with only `students`' submissions if given."""
+    if target.exists():
+        shutil.rmtree(target)
+    keep = None if students is None else {s.id for s in students}
+
+    def ignore(folder, names):
+        return [n for n in names if keep is not None and Path(folder) == base / "submitted" and n not in keep]
+    shutil.copytree(base, target, ignore=ignore)
+    return target
 
 
-def timed(cmd, cwd):
-    started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=course.nbgrader_env(), capture_output=True, text=True)
-    return time.perf_counter() - started, proc
+def cpu_floor(args, top: Path):
+    """CPU floor figures from a `--profile --zygote --kind correct` run in its own process (None if it failed)."""
+    out = top / "floor.json"
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--profile", "--zygote", "--kind", "correct", "--n", "4",
+           "--dir", str(top / "floor"), "--json", str(out), *args.nbgrader_args]
+    with open(top / "floor.log", "w") as log:
+        subprocess.run(cmd, env=course.nbgrader_env(), stdout=log, stderr=subprocess.STDOUT)
+    return json.loads(out.read_text()) if out.exists() else None
 
 
-def notebooks(root):
-    out = {}
-    for path in sorted(Path(root, "autograded").glob(f"*/{course.ASSIGNMENT}/{course.ASSIGNMENT}.ipynb")):
-        out[path.parent.parent.name] = json.loads(path.read_text(encoding="utf-8"))
+def per_kind(students, stock, cli):
+    """{kind: (count in class, stock mean s, CLI worker mean s, CLI wall share s)}; None where no figure."""
+    worker_total = sum(v for v in cli.seconds.values() if v) or 1.0
+    rows = {}
+    for kind in bench_class.KINDS:
+        ids = [s.id for s in students if s.kind == kind]
+        if not ids:
+            continue
+        st = [stock.seconds[i] for i in ids if i in stock.seconds]
+        wk = [cli.seconds[i] for i in ids if cli.seconds.get(i) is not None]
+        mean_w = sum(wk) / len(wk) if wk else None
+        rows[kind] = (len(ids), sum(st) / len(st) if st else None, mean_w,
+                      mean_w * cli.wall / worker_total if wk else None)
+    return rows
+
+
+def stock_per_submission(students, stock, rows, sampled: bool) -> float:
+    """Stock seconds per submission for the class: measured, or estimated from the sample's per-kind means."""
+    if not sampled:
+        return stock.wall / len(students)
+    total = stock.startup + sum(count * (mean or 0.0) for count, mean, _, _ in rows.values())
+    return total / len(students)
+
+
+def blocks(arrivals, size):
+    """Seconds per submission in each block of `size` completions (the first block includes start-up)."""
+    out, previous = [], 0.0
+    for end in range(size, len(arrivals) + 1, size):
+        out.append((arrivals[end - 1] - previous) / size)
+        previous = arrivals[end - 1]
     return out
 
 
-def bench(args):
+def memory_at(memory, times):
+    """The VmHWM sample last taken before each of `times`."""
+    return [max((m for t, m in memory if t <= when), default=0.0) for when in times]
+
+
+def fmt(value, width=10, digits=2):
+    return f"{value:{width}.{digits}f}" if value is not None else f"{'-':>{width}}"
+
+
+def print_times(args, students, stock, cli, rows, sampled, loads):
+    n, k = len(students), len(stock.seconds)
+    stock_each = stock_per_submission(students, stock, rows, sampled)
+    label = f"stock, estimate from {k}" if sampled else "stock nbgrader autograde"
+    print(f"\n{'':30}{'students':>9}{'seconds':>9}{'s/submission':>14}   exit")
+    print(f"{label:30}{k:9d}{stock.wall:9.1f}{stock_each:14.2f}   {stock.returncode}")
+    print(f"{f'sdpa-course --workers {args.workers}':30}{n:9d}{cli.wall:9.1f}{cli.wall / n:14.2f}   {cli.returncode}")
+    est = " (stock estimated: per-kind means of the sample, weighted by the class mix)" if sampled else ""
+    print(f"ratio stock / CLI: {stock_each / (cli.wall / n):.2f}x on {os.cpu_count()} CPUs{est}; 1-min load "
+          f"average before/after each run: {' / '.join(f'{x:.1f}' for x in loads)}")
+    print(f"start-up: stock {stock.startup:.1f} s before its first student, CLI "
+          f"{cli.arrivals[0] if cli.arrivals else cli.wall:.1f} s before its first result")
+    print(f"\nseconds per submission, by kind{' (stock: sampled students)' if sampled else ''}")
+    print(f"{'kind':12}{'n':>6}{'stock':>10}{'CLI worker':>12}{'CLI wall share':>16}")
+    for kind, (count, st, wk, share) in rows.items():
+        print(f"{kind:12}{count:6d}{fmt(st)}{fmt(wk, 12)}{fmt(share, 16)}")
+    print(f"{'all':12}{n:6d}{fmt(stock_each)}{'':12}{fmt(cli.wall / n, 16)}")
+    print("  stock: from each student's first log line to the next student's; CLI worker: the seconds on its "
+          "per-submission line (a failed submission prints none); wall share: worker seconds scaled to add up to "
+          "the CLI's wall time (wall / N in the last row)")
+    return stock_each
+
+
+def print_floor(floor, cli, n):
+    if floor is None or floor["total"] <= 0:
+        print("\nCPU floor: not measured (see floor.log under --dir, kept with --keep)")
+        return
+    per = floor["total"] / floor["cores"]
+    runner = f"{floor['runner']:.2f} s" if floor["runner"] > 0 else "unavailable (no runner pid)"
+    print(f"\nCPU floor of a correct submission: {floor['total']:.2f} s CPU (the runner: cells and answering the "
+          f"checks {runner}; the grading process in the hidden checks {floor['checks']:.2f} s; mean of "
+          f"{floor['submissions']}, runners forked from a zygote) = {per:.2f} s per submission on "
+          f"{floor['cores']} cores; the CLI's {cli.wall / n:.2f} s is {cli.wall / n / per:.1f}x that")
+
+
+def print_scale(cli, n):
+    size = 100 if n >= STOCK_LIMIT else max(1, -(-n // 4))
+    per_block = blocks(cli.arrivals, size)
+    ends = [cli.arrivals[i - 1] for i in range(size, len(cli.arrivals) + 1, size)]
+    print(f"\nCLI seconds per submission per block of {size} completions (the first includes start-up): "
+          + " ".join(f"{x:.2f}" for x in per_block))
+    print(f"peak resident memory (VmHWM) of the sdpa-course process, the gradebook's only writer: "
+          f"{cli.peak_mib:.0f} MiB; at each block end: " + " ".join(f"{m:.0f}" for m in memory_at(cli.memory, ends)))
+
+
+def print_comparison(stock_root, cli_root, students, cli):
+    ids = [s.id for s in students]
+    scores, books = bench_runs.compare(stock_root, cli_root, ids)
+    g_stock, g_cli = course.grades(stock_root), course.grades(cli_root)
+    print(f"\nscores identical for {len(ids) - len(scores)} of {len(ids)} students graded by both"
+          + ("" if scores else " (all)"))
+    for s in scores:
+        why = f" — CLI: FAILED {cli.failed[s]}" if s in cli.failed else ""
+        print(f"  differs: {s}: stock {bench_runs.score_text(g_stock.get(s))}, CLI "
+              f"{bench_runs.score_text(g_cli.get(s))}{why}")
+    nb_stock, nb_cli = bench_runs.notebooks(stock_root, ids), bench_runs.notebooks(cli_root, ids)
+    both = sorted(set(nb_stock) & set(nb_cli))
+    print(f"autograded notebooks identical for {len(both) - len([s for s in books if s in both])} of {len(both)} "
+          f"in both; only stock has {len(set(nb_stock) - set(nb_cli))}, only the CLI {len(set(nb_cli) - set(nb_stock))}"
+          f"; neither {len(set(ids) - set(nb_stock) - set(nb_cli))}")
+    for s in books:
+        print(f"  differs: {s}: " + ("contents" if s in both else "stock has it" if s in nb_stock else "CLI has it"))
+    return not scores and not books
+
+
+def kill_times(fractions, wall, startup):
+    """Seconds into each interrupted run at which to kill it: fraction F of the expected time is the clean
+    run's start-up plus F of its grading time, and each run resumes from where the previous one was killed."""
+    grading = max(wall - startup, 0.0)
+    return [startup + (f - before) * grading for f, before in zip(fractions, [0.0] + fractions[:-1])]
+
+
+def resume(args, base, students, clean, top, tmp):
+    """Kill CLI runs at args.kill_at fractions of the clean run's time, resume, compare with the clean run."""
+    root = copy_course(base, top / "resume")
+    reference = course.grades(clean["root"])
+    ok = True
+    print(f"\nresumability: SIGKILL to the CLI's process group at {', '.join(f'{f:g}' for f in args.kill_at)} of "
+          f"the clean run's {clean['wall']:.0f} s (start-up {clean['startup']:.0f} s, paid again by every run), "
+          f"then a run to the end")
+    for fraction, after in zip(args.kill_at, kill_times(args.kill_at, clean["wall"], clean["startup"])):
+        run = bench_runs.run_cli(root, args.workers, args.nbgrader_args, tmp, kill_after=after)
+        saved = bench_runs.graded(root)
+        now = course.grades(root)
+        wrong = [s for s in saved if now.get(s) != reference.get(s)]
+        ok &= not wrong and not run.left_alive
+        when = f"killed at {run.killed_at:.1f} s" if run.killed_at is not None else "finished before the kill"
+        print(f"  {fraction:g}: {when}: {len(saved)} of {len(students)} in autograded/, "
+              + ("each with the clean run's grades" if not wrong else f"DIFFERENT grades: {', '.join(wrong)}")
+              + (f"; STILL ALIVE: {run.left_alive}" if run.left_alive else "; no worker or sandbox left"))
+    final = bench_runs.run_cli(root, args.workers, args.nbgrader_args, tmp)
+    _, books = bench_runs.compare(clean["root"], root, [s.id for s in students])
+    same = course.grades(root) == reference
+    staging = (root / "autograded" / ".sdpa-staging").exists()
+    stale = [p.name for p in tmp.iterdir()] if tmp.exists() else []
+    print(f"  resumed: {final.summary.strip().splitlines()[0] if final.summary.strip() else final.returncode}")
+    print(f"  after resuming, the gradebook {'equals' if same else 'DIFFERS from'} the clean run's, autograded "
+          f"notebooks {'equal' if not books else 'DIFFER: ' + ', '.join(books)}; staging left: {staging}; "
+          f"temporary dirs left: {len(stale)}")
+    return ok and same and not books and not staging and not stale
+
+
+def bench(args) -> int:
+    started = time.perf_counter()
     top = Path(args.dir).resolve()
-    print(f"building a course with {args.n} submissions in {top} ...", flush=True)
-    base = build_courses(top / "base", args.n)
-    stock, par = top / "stock", top / "parallel"
-    for target in (stock, par):
-        if target.exists():
-            shutil.rmtree(target)
-        shutil.copytree(base, target)
-    load0 = os.getloadavg()[0]
-    print("stock: nbgrader autograde ...", flush=True)
-    t_stock, p_stock = timed([sys.executable, "-m", "nbgrader", "autograde", course.ASSIGNMENT, "--log-level=ERROR"],
-                             stock)
-    load1 = os.getloadavg()[0]
-    print(f"parallel: sdpa-course autograde --workers {args.workers} ...", flush=True)
-    t_par, p_par = timed([sys.executable, "-m", "autograder.cli", "autograde", course.ASSIGNMENT,
-                          "--workers", str(args.workers)], par)
-    load2 = os.getloadavg()[0]
-    g_stock, g_par = course.grades(stock), course.grades(par)
-    same_scores = g_stock == g_par and len(g_stock) == args.n
-    nb_stock, nb_par = notebooks(stock), notebooks(par)
-    same_notebooks = nb_stock == nb_par and len(nb_stock) == args.n
-    print()
-    print(f"{'':28}{'seconds':>9}{'s/submission':>14}   exit")
-    print(f"{'stock nbgrader autograde':28}{t_stock:9.1f}{t_stock / args.n:14.2f}   {p_stock.returncode}")
-    print(f"{f'sdpa-course --workers {args.workers}':28}{t_par:9.1f}{t_par / args.n:14.2f}   {p_par.returncode}")
-    print(f"speed-up: {t_stock / t_par:.2f}x on {os.cpu_count()} CPUs "
-          f"(1-min load average before/after each run: {load0:.1f} / {load1:.1f} / {load2:.1f})")
-    print(f"identical scores: {same_scores} ({len(g_stock)} and {len(g_par)} students graded); "
-          f"identical autograded notebooks: {same_notebooks}")
-    if not same_scores:
-        for student in sorted(set(g_stock) | set(g_par)):
-            if g_stock.get(student) != g_par.get(student):
-                print(f"  differs: {student}: stock {g_stock.get(student)} parallel {g_par.get(student)}")
-    if p_par.returncode != 0:
-        print(p_par.stdout[-2000:], p_par.stderr[-2000:])
+    tmp = top / "tmp"
+    n = args.n
+    students = bench_class.generate(n, args.seed, args.rare)
+    k = args.stock_sample if args.stock_sample is not None else (n if n <= STOCK_LIMIT else 50)
+    sample = students if k >= n else bench_class.sample_of(students, k)
+    print(f"class of {n} students (seed {args.seed}), built in {top}:")
+    print("\n".join(bench_class.describe(students)))
+    if len(sample) < n:
+        print(f"stock grades a stratified sample of {len(sample)}:\n" + "\n".join(bench_class.describe(sample)[:1]))
+    base = bench_class.write_class(top / "base", students)
+    stock_root, cli_root = copy_course(base, top / "stock", sample), copy_course(base, top / "cli")
+    loads = [os.getloadavg()[0]]
+    print(f"stock: nbgrader autograde on {len(sample)} ...", flush=True)
+    stock = bench_runs.run_stock(stock_root, [s.id for s in sample], args.nbgrader_args, tmp)
+    loads.append(os.getloadavg()[0])
+    print(f"CLI: sdpa-course autograde --workers {args.workers} on {n} ...", flush=True)
+    cli = bench_runs.run_cli(cli_root, args.workers, args.nbgrader_args, tmp)
+    loads.append(os.getloadavg()[0])
+    print("CPU floor: tools/bench.py --profile --zygote --kind correct --n 4 ...", flush=True)
+    floor = cpu_floor(args, top)
+    rows = per_kind(students, stock, cli)
+    print_times(args, students, stock, cli, rows, len(sample) < n, loads)
+    print_floor(floor, cli, n)
+    print_scale(cli, n)
+    same = print_comparison(stock_root, cli_root, sample, cli)
+    resumed = True
+    if args.kill_at:
+        clean = {"root": cli_root, "wall": cli.wall, "startup": cli.arrivals[0] if cli.arrivals else 0.0}
+        resumed = resume(args, base, students, clean, top, tmp)
+    if cli.returncode not in (0, 1):
+        print(cli.summary[-2000:])
+    print(f"\nbench took {(time.perf_counter() - started) / 60:.1f} min; course copies in {top}"
+          + ("" if args.keep else " (removed)"))
     if not args.keep:
         shutil.rmtree(top, ignore_errors=True)
-    return 0 if same_scores and same_notebooks else 1
+    return 0 if same and resumed else 1
 
 
-# -- --profile: where one submission's time goes ----------------------------
-
-SPAWN = "runner start (fresh: bwrap, python, IPython; or fork)"
-
-def profile(args):
-    started = time.perf_counter()
-    top = Path(args.dir).resolve() / "profile"
-    root = build_courses(top, args.n)
-    os.chdir(root)
-    t0 = time.perf_counter()
-    from nbgrader.apps.autogradeapp import AutogradeApp
-
-    from autograder.batch.worker import autograde_class
-    from autograder.nbgrader import execute, trusted_scoring
-    from autograder.sandbox import session
-    t_import = time.perf_counter() - t0
-
-    times, counts = collections.defaultdict(float), collections.Counter()
-    stage = {"name": None}
-
-    def wrap(owner, name, label, mark=None):
-        original = getattr(owner, name)
-
-        @functools.wraps(original)
-        def timed_call(*a, **k):
-            previous = stage["name"]
-            if mark:
-                stage["name"] = mark
-            t = time.perf_counter()
-            try:
-                return original(*a, **k)
-            finally:
-                times[label] += time.perf_counter() - t
-                counts[label] += 1
-                stage["name"] = previous
-        setattr(owner, name, timed_call)
-
-    original_request = session.StudentSession._request
-
-    def request(self, msg, blobs, timeout):
-        t, spawned = time.perf_counter(), times[SPAWN]
-        try:
-            return original_request(self, msg, blobs, timeout)
-        finally:
-            spent = time.perf_counter() - t - (times[SPAWN] - spawned)  # a (re)start is counted apart
-            if stage["name"] == "checks":
-                times["  checks: waiting for the student's functions (runner)"] += spent
-            elif msg.get("op") == "exec":
-                first = not getattr(self, "_bench_seen", False)
-                self._bench_seen = True
-                label = "cells: first cell (import torch, matplotlib)" if first else "cells: the other cells"
-                times[label] += spent
-
-    session.StudentSession._request = request
-    wrap(session.StudentSession, "_spawn", SPAWN)
-    wrap(trusted_scoring, "run_checks", "hidden checks (pytest), total", mark="checks")
-    wrap(execute.SandboxedExecute, "preprocess", "SandboxedExecute, total")
-    gc_time = {"t": 0.0, "s": 0.0}
-
-    def on_gc(phase, info):
-        if phase == "start":
-            gc_time["s"] = time.perf_counter()
-        elif stage["name"] == "checks":
-            gc_time["t"] += time.perf_counter() - gc_time["s"]
-
-    gc.callbacks.append(on_gc)
-    server = None
-    if args.zygote:
-        from autograder.sandbox import forkserver
-
-        server = forkserver.ForkServer()
-        server.warm()
-        wrap(forkserver._Zygote, "wait_ready", "  runner start: waiting for the zygote to warm up (once)")
-        wrap(forkserver._Zygote, "fork", "  runner start: forking a runner from the zygote")
-        wrap(forkserver._Zygote, "reset", "resetting the zygote's sandbox after each runner")
-    app = AutogradeApp()
-    app.initialize(["--log-level=ERROR"])
-    app.coursedir.assignment_id = course.ASSIGNMENT
-    converter = autograde_class()(coursedir=app.coursedir, parent=app)  # hands each notebook `server`
-    converter.runner_source = server
-    t1 = time.perf_counter()
-    converter.start()
-    total = time.perf_counter() - t1
-    n = len(converter.assignments)
-    times["  checks: garbage collections (pytest's gc.collect)"] = gc_time["t"]
-    accounted = times["SandboxedExecute, total"] + times["hidden checks (pytest), total"]
-    how = "runners forked from a zygote (as sdpa-course workers do)" if server else "a fresh runner each"
-    if server is not None:
-        server.close()
-    print(f"\nstock `nbgrader autograde` pipeline, {n} submissions, in-process, {how} (course built in "
-          f"{t0 - started:.0f} s):")
-    print(f"  once per run:   importing nbgrader/torch/pytest and the grading engine {t_import:.2f} s")
-    print(f"  per submission: {total / n:.2f} s, of which")
-    for label, value in sorted(times.items(), key=lambda kv: -kv[1]):
-        print(f"  {value / n:8.2f} s  {label}")
-    print(f"  {(total - accounted) / n:8.2f} s  the rest: sanitizing, nbconvert, gradebook writes, files")
-    return 0
+def fractions(text):
+    values = sorted(float(x) for x in text.split(",") if x.strip())
+    if not values or not all(0 < v < 1 for v in values):
+        raise argparse.ArgumentTypeError("fractions between 0 and 1, e.g. 0.1,0.5,0.9")
+    return values
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=None, help="submissions (default 60; 4 with --profile)")
+    parser.add_argument("--n", type=int, default=None, help="students (default 60; 4 with --profile)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0, help="the class generator's seed")
+    parser.add_argument("--rare", type=float, default=0.05,
+                        help="share of hanging, crashing and unreadable notebooks together (at least one each)")
+    parser.add_argument("--stock-sample", type=int, default=None, metavar="K",
+                        help=f"stock grades a stratified sample of K (default: all up to {STOCK_LIMIT}, else 50)")
+    parser.add_argument("--kill-at", type=fractions, default=None, metavar="F,F,...",
+                        help="also kill a CLI run at these fractions of its expected time, resume, compare")
     parser.add_argument("--dir", default=str(ROOT / ".artifacts" / "bench"))
     parser.add_argument("--keep", action="store_true", help="keep the course copies")
     parser.add_argument("--profile", action="store_true", help="time the stages of the stock pipeline instead")
     parser.add_argument("--zygote", action="store_true",
                         help="with --profile: fork the runners from a warmed zygote, as sdpa-course workers do")
-    args = parser.parse_args()
+    parser.add_argument("--kind", choices=bench_class.KINDS[:2], default=None,
+                        help="with --profile: only correct (or buggy) submissions")
+    parser.add_argument("--json", default=None, metavar="FILE", help="with --profile: write the CPU figures here")
+    args, extra = parser.parse_known_args()
+    bad = [a for a in extra if not NBGRADER_OPTION.match(a)]
+    if bad:
+        parser.error(f"unrecognized arguments: {' '.join(bad)}")
+    args.nbgrader_args = extra
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     if args.profile:
+        from tools import bench_profile
+
         args.n = args.n or 4
-        return profile(args)
+        return bench_profile.profile(args)
     args.n = args.n or 60
     return bench(args)
 

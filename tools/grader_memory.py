@@ -24,7 +24,8 @@ from tests import catalogue  # noqa: E402
 DEFAULT = ("correct-reference", "attack-output-flood", "attack-stop-and-small-pipe")
 
 
-def _high_water_mib(pid):
+def high_water_mib(pid):
+    """Peak resident memory (VmHWM) of a live process in MiB; 0 once it is gone."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
@@ -44,7 +45,7 @@ def grade_one(root, student):
                             stderr=subprocess.DEVNULL)
     peak = 0.0
     while proc.poll() is None:
-        peak = max(peak, _high_water_mib(proc.pid))
+        peak = max(peak, high_water_mib(proc.pid))
         time.sleep(0.02)
     seconds = time.perf_counter() - started
     notebook = Path(root) / "autograded" / student / course.ASSIGNMENT / f"{course.ASSIGNMENT}.ipynb"

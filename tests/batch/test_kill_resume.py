@@ -1,0 +1,170 @@
+"""`sdpa-course autograde` killed whole (SIGKILL to its process group) at several points, then resumed.
+
+Complements ``test_cli.py::test_parallel_equals_stock_and_resumes_after_kill``
+(one SIGKILL of the parent alone, after the first save, compared with
+stock): here the CLI, its workers and their runners all die at once, in the
+middle of a gradebook write and at random moments, three times in a row,
+and the resumed course must equal an uninterrupted run's.  Between kills,
+every student in ``autograded/`` must already have the clean run's grades.
+"""
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder import cli
+from autograder.batch import importer
+from autograder.demo import course
+from autograder.sandbox.guest import procfs
+from tests import catalogue
+
+LIMITS = ["--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5"]
+STUDENTS = ("correct-reference", "bug-mask-inverted", "correct-noisy", "bug-scale-by-dk", "correct-alternatives",
+            "bug-softmax-unstable")
+
+# Loaded by the `sdpa-course` process at start-up (sitecustomize): the parent -- the gradebook's only
+# writer, not its forked workers, which write private gradebooks -- stops for good in the middle of
+# importing a student, after three of their grades are committed, and says so in a marker file.
+PAUSE_IN_WRITE = """
+import os, time
+_parent, _mark = os.getpid(), os.environ["SDPA_TEST_PAUSE_MARK"]
+from nbgrader.preprocessors import saveautogrades
+_add = saveautogrades.SaveAutoGrades._add_score
+_calls = []
+def _add_then_pause(self, cell, resources):
+    _add(self, cell, resources)
+    if os.getpid() == _parent:
+        _calls.append(1)
+        if len(_calls) == 3 and not os.path.exists(_mark):
+            open(_mark, "w").close()
+            time.sleep(3600)
+saveautogrades.SaveAutoGrades._add_score = _add_then_pause
+"""
+
+
+def _course(released, target, built):
+    shutil.copytree(released, target)
+    for name in STUDENTS:
+        course.submit(target, name, built[name])
+    return target
+
+
+def _cmd(root):
+    return [sys.executable, "-m", "autograder.cli", "--course", str(root), "autograde", "--workers", "2", *LIMITS]
+
+
+def _start(root, env):
+    """A run in its own process group, to be killed whole."""
+    return subprocess.Popen(_cmd(root), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _survivors(pgid, scratch):
+    """Live processes of the group, or using the runs' temporary dirs (sandboxes run in sessions of their own)."""
+    found = []
+    for pid in procfs.pids():
+        fields = procfs.stat_fields(pid)
+        if not fields or fields[0] == "Z":
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read()
+        except OSError:
+            continue
+        if fields[2] == str(pgid) or os.fsencode(scratch) in args:
+            found.append(pid)
+    return found
+
+
+def _kill_group(proc, scratch):
+    """SIGKILL the whole group; returns the processes (workers, sandboxes) still alive after 10 s."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # it had finished
+        pass
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while (left := _survivors(proc.pid, scratch)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def _graded(root):
+    top = Path(root) / "autograded"
+    return sorted(p.name for p in top.iterdir() if not p.name.startswith(".")) if top.exists() else []
+
+
+def _notebooks(root):
+    return {s: json.loads((Path(root) / "autograded" / s / "sdpa" / "sdpa.ipynb").read_text(encoding="utf-8"))
+            for s in _graded(root)}
+
+
+def _saved_equal_clean(root, clean, why):
+    """What a kill may leave: students in autograded/ hold the clean run's grades; returns the gradebook."""
+    now = course.grades(root)
+    for student in _graded(root):
+        assert now[student] == clean[student], (why, student)
+    return now
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_whole_run_at_several_points_then_resume(released, tmp_path):
+    package_root = str(Path(cli.__file__).resolve().parents[1])
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(course.nbgrader_env(), TMPDIR=str(scratch), PYTHONPATH=package_root)
+    release = course.release_notebook(released)  # built once: an appended cell gets a random id each time
+    built = {name: catalogue.build(next(s for s in catalogue.CATALOGUE if s.name == name), release)
+             for name in STUDENTS}
+    # The reference: one uninterrupted run.
+    clean_root = _course(released, tmp_path / "clean", built)
+    started = time.monotonic()
+    done = subprocess.run(_cmd(clean_root), env=env, capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - started
+    assert done.returncode == 0, done.stdout + done.stderr
+    clean = course.grades(clean_root)
+    assert sorted(clean) == sorted(STUDENTS)
+
+    root = _course(released, tmp_path / "course", built)
+    # 1. In the middle of a gradebook write: three grades of a student committed, not published.
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(PAUSE_IN_WRITE)
+    mark = tmp_path / "paused"
+    proc = _start(root, dict(env, PYTHONPATH=os.pathsep.join([str(inject), package_root]),
+                             SDPA_TEST_PAUSE_MARK=str(mark)))
+    deadline = time.monotonic() + 300
+    while not mark.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mark.exists(), "the run never reached a gradebook write"
+    assert _kill_group(proc, scratch) == []
+    now = _saved_equal_clean(root, clean, "killed during a write")
+    half_written = [s for s in now if s not in _graded(root) and now[s] != clean[s]]
+    assert half_written, now  # the kill did land between two commits of one student's grades
+
+    # 2. At random moments of a run (seeded; the seed is in the failure message).
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    for point in (rng.uniform(0, wall), rng.uniform(0, wall)):
+        proc = _start(root, env)
+        try:
+            proc.wait(point)
+        except subprocess.TimeoutExpired:
+            pass
+        assert _kill_group(proc, scratch) == [], (seed, point)
+        _saved_equal_clean(root, clean, f"seed {seed}, killed after {point:.1f} s")
+
+    # 3. Resumed to the end: exactly the clean run, and nothing left behind.
+    final = subprocess.run(_cmd(root), env=env, capture_output=True, text=True, timeout=600)
+    assert final.returncode == 0, (seed, final.stdout + final.stderr)
+    assert course.grades(root) == clean, seed
+    assert _notebooks(root) == _notebooks(clean_root), seed
+    assert not (root / "autograded" / importer.STAGING).exists()
+    assert os.listdir(scratch) == []  # the killed runs' worker dirs, removed by the next run
