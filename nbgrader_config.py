@@ -21,8 +21,10 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # Only `nbgrader validate` (the Validate button) runs a local kernel with this
-# per-cell timeout; grading limits are SandboxedExecute's traits (`sdpa-course
-# autograde --help` lists them), e.g. c.SandboxedExecute.cell_timeout = 30.
+# per-cell timeout. Grading limits are SandboxedExecute's traits (help texts in
+# autograder/nbgrader/execute.py): by default 20x the reference solution's time on
+# the grading machine, at least 2 s, at most e.g. c.SandboxedExecute.cell_timeout = 30,
+# retried once before they count (README: "Time limits").
 c.Execute.timeout = 60
 # The exchange lives inside the course when one person runs everything; on a shared JupyterHub it
 # is one directory for all users, given by SDPA_EXCHANGE_ROOT (hub/control.py sets it).  nbgrader

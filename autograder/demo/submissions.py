@@ -293,6 +293,33 @@ def key_padding_to_attn_mask(key_padding_mask):
     return key_padding_mask.logical_not().unsqueeze(1).unsqueeze(1)
 """,
     }),
+    # Written the slow, plain way (one query, one row at a time): many times the reference's
+    # time, and still well inside the limits derived from it (``nbgrader/calibration.py``).
+    Sample("correct-loops", "correct", "full", {
+        "attention_scores": """
+def attention_scores(q, k):
+    if q.dim() < 2 or k.dim() < 2 or q.shape[-1] != k.shape[-1]:
+        raise ValueError("q 和 k 的形状不匹配")
+    rows = []
+    for i in range(q.shape[-2]):  # 每次一个查询
+        rows.append((q[..., i:i + 1, :] * k).sum(dim=-1))
+    return torch.stack(rows, dim=-2) if rows else q @ k.transpose(-2, -1)
+""",
+        "softmax": """
+def softmax(x, dim=-1):
+    moved = x.movedim(dim, -1)
+    flat = moved.reshape(-1, moved.shape[-1])
+    rows = []
+    for row in flat:  # 每次一行
+        top = row.max() if row.numel() else row.sum()
+        top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+        e = torch.exp(row - top)
+        total = e.sum()
+        rows.append(e / torch.where(total > 0, total, torch.ones_like(total)))
+    out = torch.stack(rows) if rows else flat.clone()
+    return out.reshape(moved.shape).movedim(-1, dim)
+""",
+    }),
     Sample("correct-noisy", "correct", "full", append=("""
 import sys, warnings
 import matplotlib.pyplot as plt

@@ -1,0 +1,83 @@
+"""Cold start: grading one late student with `sdpa-course autograde --student X` vs stock `nbgrader autograde`.
+
+Builds a course whose class (``--graded`` correct submissions) is already
+graded, adds one late student, and times each command grading only that
+student, on separate copies, alternating ``--repeat`` times.  Both pay their
+whole start-up: imports, the reference timing (``nbgrader/calibration.py``),
+runners; the CLI also its bundle, worker and zygote.  Prints each time, the
+medians, and whether the scores agree.
+
+    python tools/cold_start.py [--graded 20] [--repeat 3]
+"""
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from autograder.demo import course, submissions  # noqa: E402
+
+LATE = "late-student"
+
+
+def build(top: Path, graded: int) -> Path:
+    base = course.make_course(top / "base")
+    course.nbgrader(base, "generate_assignment", course.ASSIGNMENT, "--force")
+    release = course.release_notebook(base)
+    for i in range(graded):
+        sample = submissions.CORRECT[i % len(submissions.CORRECT)]
+        course.submit(base, f"on-time-{i:03d}", submissions.build(sample, release))
+    subprocess.run([sys.executable, "-m", "autograder.cli", "autograde", course.ASSIGNMENT], cwd=base,
+                   env=course.nbgrader_env(), check=True, capture_output=True)
+    course.submit(base, LATE, submissions.build(submissions.CORRECT[0], release))
+    return base
+
+
+def timed(base: Path, target: Path, command: list[str]) -> tuple[float, dict]:
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(base, target)
+    started = time.perf_counter()
+    subprocess.run(command, cwd=target, env=course.nbgrader_env(), check=True, capture_output=True)
+    return time.perf_counter() - started, course.grades(target).get(LATE)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--graded", type=int, default=20, help="students graded before the late one")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    commands = {
+        "stock nbgrader autograde --student": [sys.executable, "-m", "nbgrader", "autograde", course.ASSIGNMENT,
+                                               "--student", LATE, "--log-level=ERROR"],
+        "sdpa-course autograde --student": [sys.executable, "-m", "autograder.cli", "autograde", course.ASSIGNMENT,
+                                            "--student", LATE],
+    }
+    top = Path(tempfile.mkdtemp(prefix="sdpa-cold-"))
+    try:
+        print(f"building a course with {args.graded} graded students and one late one ...", flush=True)
+        base = build(top, args.graded)
+        times = {name: [] for name in commands}
+        scores = {}
+        for _ in range(args.repeat):
+            for name, command in commands.items():
+                seconds, scores[name] = timed(base, top / "run", command)
+                times[name].append(seconds)
+                print(f"  {name:36} {seconds:6.1f} s", flush=True)
+        for name, values in times.items():
+            print(f"{name:38} median {statistics.median(values):5.1f} s  ({', '.join(f'{v:.1f}' for v in values)})")
+        same = len({repr(v) for v in scores.values()}) == 1
+        print(f"same scores for {LATE}: {same}")
+        return 0 if same else 1
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
