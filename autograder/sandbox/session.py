@@ -142,6 +142,7 @@ class StudentSession:
         self.events = []  # limit reports, shown to instructor and student
         self.restarts = 0
         self.retries = 0  # limit overruns given a second try on a fresh runner
+        self._meta_warm = False  # whether this runner has made its first meta-device op
         self.cell_seconds = {}  # position -> wall seconds of its run (calibration reads the reference's)
         self.call_seconds = {}  # function -> wall seconds of its longest call
         self.started = time.monotonic()
@@ -165,6 +166,7 @@ class StudentSession:
         return time.monotonic() + min(timeout, left)
 
     def _spawn(self):
+        self._meta_warm = False
         handed = self.runner_source.take(self) if self.runner_source is not None else None
         if handed is not None:
             self.proc, self._replies = handed.proc, handed.replies
@@ -350,6 +352,8 @@ class StudentSession:
         """Call a student function on tensors chosen by the grader."""
         if fn in self.hung:
             return CallResult("timeout")
+        if on_device == "meta":
+            self._warm_meta()
         blobs = []
         msg = {"op": "call", "fn": fn, "return_args": return_args,
                "args": [_encode_arg(a, blobs, on_device) for a in args],
@@ -376,6 +380,19 @@ class StudentSession:
                 traceback=wire.short(reply.get("traceback", "")), seconds=float(reply.get("seconds", 0.0)))
         except (wire.WireError, TypeError, ValueError, AttributeError):
             return CallResult("crashed", evalue="评分进程收到了无法解析的结果")
+
+    def _warm_meta(self):
+        """A runner's one-time meta-device set-up, asked for before the first meta-device call so that
+        it never counts against a student function's limit; its outcome decides nothing."""
+        if self.proc is not None and self._meta_warm:
+            return
+        try:
+            self._request({"op": "warm"}, [], self.budget.call_timeout)
+            self._meta_warm = True
+        except (TimeoutError, _RunnerGone):
+            self._kill()
+        except _BudgetSpent:
+            pass
 
     def _give_up(self, fn, status, detail="", seconds=None):
         self.hung.add(fn)
