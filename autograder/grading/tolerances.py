@@ -54,6 +54,11 @@ def derive(reference64: torch.Tensor, reference_lowp: Optional[torch.Tensor] = N
     return Tolerance(atol=atol, rtol=min(rtol, 0.5))
 
 
+def widest(tols: list[Tolerance]) -> Tolerance:
+    """The loosest of several tolerances, in each of atol and rtol."""
+    return Tolerance(atol=max(t.atol for t in tols), rtol=max(t.rtol for t in tols))
+
+
 def rescale(tol: Tolerance, measured_dtype: torch.dtype, target_dtype: torch.dtype) -> Tolerance:
     """Carry a tolerance measured in one precision over to a finer one."""
     ratio = torch.finfo(target_dtype).eps / torch.finfo(measured_dtype).eps
