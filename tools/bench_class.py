@@ -43,13 +43,12 @@ _RENAMED = {
     "crash-kill": "attack-kill-kernel",
 }
 SAMPLES = {
-    "correct": ["correct-reference", "correct-solution-notebook", "correct-alternatives", "correct-noisy"],
+    "correct": [s.name if s.name.startswith("correct") else f"correct-{s.name}" for s in CORRECT],
     "buggy": [s.name for s in BUGS],
     "hanging": ["hang-loop-cell", "hang-loop-function", "hang-sleep-cell"],
     "crashing": ["crash-exit", "crash-kill", "crash-segfault", "crash-import-error"],
     "unreadable": ["unreadable-empty", "unreadable-truncated"],
 }
-assert len(SAMPLES["correct"]) == len(CORRECT)
 
 
 @dataclass(frozen=True)
