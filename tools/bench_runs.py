@@ -151,19 +151,7 @@ def kill_group(pgid: int) -> None:
 
 def survivors(pgid: int, tmp: Path) -> list[int]:
     """Live (non-zombie) processes of group `pgid`, or using `tmp` (sandboxes run in sessions of their own)."""
-    found = []
-    for pid in procfs.pids():
-        fields = procfs.stat_fields(pid)
-        if not fields or fields[0] == "Z":
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read()
-        except OSError:
-            continue
-        if fields[2] == str(pgid) or os.fsencode(str(tmp)) in args:
-            found.append(pid)
-    return found
+    return procfs.group_or_mentioning(pgid, os.fsencode(str(tmp)))
 
 
 def wait_gone(pgid: int, tmp: Path, timeout: float = 10.0) -> list[int]:

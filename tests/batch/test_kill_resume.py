@@ -68,19 +68,7 @@ def _start(root, env):
 
 def _survivors(pgid, scratch):
     """Live processes of the group, or using the runs' temporary dirs (sandboxes run in sessions of their own)."""
-    found = []
-    for pid in procfs.pids():
-        fields = procfs.stat_fields(pid)
-        if not fields or fields[0] == "Z":
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read()
-        except OSError:
-            continue
-        if fields[2] == str(pgid) or os.fsencode(scratch) in args:
-            found.append(pid)
-    return found
+    return procfs.group_or_mentioning(pgid, os.fsencode(scratch))
 
 
 def _kill_group(proc, scratch):

@@ -48,3 +48,21 @@ def descendants(pid: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+def group_or_mentioning(pgid: int, text: bytes) -> list[int]:
+    """Live (non-zombie) pids in process group `pgid` or whose command line contains `text`:
+    what survives killing a group whose sandboxes run in sessions of their own."""
+    found = []
+    for pid in pids():
+        fields = stat_fields(pid)
+        if not fields or fields[0] == "Z":
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read()
+        except OSError:
+            continue
+        if fields[2] == str(pgid) or text in args:
+            found.append(pid)
+    return found
