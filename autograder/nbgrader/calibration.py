@@ -15,6 +15,7 @@ Measured times never appear in a notebook: feedback states the rule
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import time
@@ -70,14 +71,15 @@ def measure(source: NotebookNode, open_session: Callable[[list[str], list[int]],
         return ReferenceTimes(cells, dict(session.call_seconds), round(time.monotonic() - started, 3))
 
 
-def limits(reference: ReferenceTimes, nb: NotebookNode, positions: list[int], display: set[int], base: Budget,
-           multiple: float, floor: float) -> Budget:
-    """`base` with a limit per cell and per checked function: `multiple` x the reference, within [floor, ceiling].
+def limits(reference: ReferenceTimes, nb: NotebookNode, positions: list[int], display: set[int],
+           base: Budget) -> Budget:
+    """`base` with a limit per cell and per checked function: `base.multiple` x the reference, within
+    [`base.floor`, the fixed timeout].
 
     A cell the reference does not have (one the student added) gets the largest non-setup limit.
     """
     def clamp(seconds, ceiling):
-        return min(max(multiple * seconds, floor), ceiling)
+        return min(max(base.multiple * seconds, base.floor), ceiling)
 
     first_answer = next((i for i in positions if is_answer_cell(nb.cells[i])), None)
     if first_answer is None:
@@ -90,10 +92,7 @@ def limits(reference: ReferenceTimes, nb: NotebookNode, positions: list[int], di
         ceiling = base.display_cell_timeout if pos in display else base.cell_timeout
         cells[pos] = clamp(reference.cells.get(cell_key(nb.cells[index]), largest), ceiling)
     calls = {fn: clamp(seconds, base.call_timeout) for fn, seconds in reference.calls.items()}
-    return Budget(start_timeout=base.start_timeout, cell_timeout=base.cell_timeout,
-                  display_cell_timeout=base.display_cell_timeout, call_timeout=base.call_timeout,
-                  total_seconds=base.total_seconds, max_restarts=base.max_restarts,
-                  cell_limits=cells, call_limits=calls, multiple=multiple, floor=floor)
+    return dataclasses.replace(base, cell_limits=cells, call_limits=calls)
 
 
 _MEASURED: dict[str, object] = {}  # source digest -> ReferenceTimes, or why there are none (text)

@@ -67,7 +67,7 @@ class SandboxedExecute(NbGraderPreprocessor):
             runner_source=runners))
         if reference is None:
             return base
-        return calibration.limits(reference, nb, positions, set(display), base, self.time_multiple, self.time_floor)
+        return calibration.limits(reference, nb, positions, set(display), base)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         positions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]

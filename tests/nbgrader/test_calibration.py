@@ -32,8 +32,8 @@ def test_limits_are_a_multiple_of_the_reference_within_floor_and_ceiling():
     nb = _notebook()
     reference = ReferenceTimes(cells={"setup": 1.5, "ans-f": 0.001, "demo": 0.2, "ans-g": 0.4},
                                calls={"f": 0.01, "g": 0.3, "slow": 5.0})
-    base = Budget(cell_timeout=30, display_cell_timeout=5, call_timeout=10)
-    budget = calibration.limits(reference, nb, list(range(5)), {2}, base, multiple=20, floor=2)
+    base = Budget(cell_timeout=30, display_cell_timeout=5, call_timeout=10, multiple=20, floor=2)
+    budget = calibration.limits(reference, nb, list(range(5)), {2}, base)
     assert budget.for_cell(0) == 30  # setup keeps the ceiling: a cold runner imports torch there
     assert budget.for_cell(1) == 2  # 20 x 1 ms is below the floor
     assert budget.for_cell(2, display=True) == 4  # 20 x 0.2 s
