@@ -74,12 +74,12 @@ def measure(source: NotebookNode, open_session: Callable[[list[str], list[int]],
 def limits(reference: ReferenceTimes, nb: NotebookNode, positions: list[int], display: set[int],
            base: Budget) -> Budget:
     """`base` with a limit per cell and per checked function: `base.multiple` x the reference, within
-    [`base.floor`, the fixed timeout].
+    [`base.cell_floor` or `base.floor`, the fixed timeout].
 
     A cell the reference does not have (one the student added) gets the largest non-setup limit.
     """
-    def clamp(seconds, ceiling):
-        return min(max(base.multiple * seconds, base.floor), ceiling)
+    def clamp(seconds, ceiling, floor=base.floor):
+        return min(max(base.multiple * seconds, floor), ceiling)
 
     first_answer = next((i for i in positions if is_answer_cell(nb.cells[i])), None)
     if first_answer is None:
@@ -90,7 +90,7 @@ def limits(reference: ReferenceTimes, nb: NotebookNode, positions: list[int], di
     cells = {}
     for pos, index in graded:
         ceiling = base.display_cell_timeout if pos in display else base.cell_timeout
-        cells[pos] = clamp(reference.cells.get(cell_key(nb.cells[index]), largest), ceiling)
+        cells[pos] = clamp(reference.cells.get(cell_key(nb.cells[index]), largest), ceiling, base.cell_floor)
     calls = {fn: clamp(seconds, base.call_timeout) for fn, seconds in reference.calls.items()}
     return dataclasses.replace(base, cell_limits=cells, call_limits=calls)
 

@@ -35,8 +35,12 @@ class SandboxedExecute(NbGraderPreprocessor):
         "answer written plainly (Python loops over a batch, extra copies) stays well inside 20x; an idle or "
         "loaded machine changes both times alike, and the retry absorbs a load spike.")).tag(config=True)
     time_floor = Float(2.0, help=(
-        "Fewest seconds any limit derived from the reference gets: the reference's cells and calls take "
+        "Fewest seconds a function call's derived limit gets: the reference's calls take "
         "milliseconds, where scheduling noise and a forked runner's first page faults dominate.")).tag(config=True)
+    cell_time_floor = Float(10.0, help=(
+        "Fewest seconds a cell's derived limit gets. Higher than `time_floor`: a correct answer cell may also "
+        "try its function out (a loop of examples, %timeit), and a cell that runs out loses every function it "
+        "defines.")).tag(config=True)
     total_seconds = Float(240.0, help="Time budget of one submission (cells and checks).").tag(config=True)
     memory_mb = Integer(6144, help="Address-space limit of the runner, MiB.").tag(config=True)
     require_isolation = Bool(False, help="Refuse to grade where no sandbox is available.").tag(config=True)
@@ -48,7 +52,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         """The fixed limits (the ceilings of the derived ones)."""
         return Budget(cell_timeout=self.cell_timeout, display_cell_timeout=self.display_cell_timeout,
                       call_timeout=self.call_timeout, total_seconds=self.total_seconds,
-                      multiple=self.time_multiple, floor=self.time_floor)
+                      multiple=self.time_multiple, floor=self.time_floor, cell_floor=self.cell_time_floor)
 
     def notebook_budget(self, nb: nbformat.NotebookNode, positions: list[int], display: list[int],
                         resources: dict) -> Budget:

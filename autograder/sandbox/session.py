@@ -57,7 +57,8 @@ class Budget:
     cell_limits: Mapping[int, float] = field(default_factory=dict)  # cell position -> seconds
     call_limits: Mapping[str, float] = field(default_factory=dict)  # function name -> seconds
     multiple: float = 20.0  # how `cell_limits`/`call_limits` were derived, for the feedback text
-    floor: float = 2.0
+    floor: float = 2.0  # of a call's derived limit
+    cell_floor: float = 10.0  # of a cell's: a correct answer cell may also try its function out (%timeit)
 
     def for_cell(self, pos: int, display: bool = False) -> float:
         return self.cell_limits.get(pos, self.display_cell_timeout if display else self.cell_timeout)
@@ -69,13 +70,13 @@ class Budget:
         """The limit of cell `pos` in words.  Only configured numbers, never measured ones, so the
         feedback is the same on every machine and from every command."""
         ceiling = self.display_cell_timeout if display else self.cell_timeout
-        return self._rule(ceiling) if pos in self.cell_limits else f"{ceiling:g} 秒"
+        return self._rule(min(self.cell_floor, ceiling), ceiling) if pos in self.cell_limits else f"{ceiling:g} 秒"
 
     def call_rule(self, fn: str) -> str:
-        return self._rule(self.call_timeout) if fn in self.call_limits else f"{self.call_timeout:g} 秒"
+        return self._rule(self.floor, self.call_timeout) if fn in self.call_limits else f"{self.call_timeout:g} 秒"
 
-    def _rule(self, ceiling):
-        return f"参考答案在本机用时的 {self.multiple:g} 倍，不少于 {self.floor:g} 秒、不多于 {ceiling:g} 秒"
+    def _rule(self, floor, ceiling):
+        return f"参考答案在本机用时的 {self.multiple:g} 倍，不少于 {floor:g} 秒、不多于 {ceiling:g} 秒"
 
 
 @dataclass
@@ -143,6 +144,7 @@ class StudentSession:
         self.restarts = 0
         self.retries = 0  # limit overruns given a second try on a fresh runner
         self._meta_warm = False  # whether this runner has made its first meta-device op
+        self._free_restart = False  # the next restart is a retry's: not counted in max_restarts
         self.cell_seconds = {}  # position -> wall seconds of its run (calibration reads the reference's)
         self.call_seconds = {}  # function -> wall seconds of its longest call
         self.started = time.monotonic()
@@ -278,7 +280,7 @@ class StudentSession:
             self._kill()
             if self.restarts > self.budget.max_restarts or self._time_left() <= 0:
                 raise _BudgetSpent()
-            self.restarts += 1 if self.executed else 0
+            self.restarts += 1 if self.executed and not self._free_restart else 0
             current = None
             try:
                 self._spawn()
@@ -361,7 +363,7 @@ class StudentSession:
         limit = self.budget.for_call(fn)
         started = time.monotonic()
         try:
-            reply, out = self._with_retry(msg, blobs, limit)
+            reply, out = self._with_retry(msg, blobs, limit, self._warm_meta if on_device == "meta" else None)
         except TimeoutError:
             return self._give_up(fn, "timeout", _timeout_text("函数", self.budget.call_rule(fn)), limit)
         except _RunnerGone:
@@ -403,15 +405,25 @@ class StudentSession:
         self._kill()
         return CallResult(status, evalue=detail)
 
-    def _with_retry(self, msg, blobs, timeout):
+    def _with_retry(self, msg, blobs, timeout, prepare=None):
         """One request; past its limit, once more on a fresh runner (earlier cells replayed) before
-        the overrun counts: a loaded machine, not the student's code, may have made it slow."""
+        the overrun counts: a loaded machine, not the student's code, may have made it slow.
+
+        The retry's restart is not one of `max_restarts` (those count charged failures; a correct
+        answer on a loaded machine may need many retries, and `total_seconds` still bounds them);
+        `prepare` readies the fresh runner first (the meta-device warm-up)."""
         try:
             return self._request(msg, blobs, timeout)
         except TimeoutError:
             self._kill()
             self.retries += 1
-        return self._request(msg, blobs, timeout)
+        self._free_restart = True
+        try:
+            if prepare is not None:
+                prepare()
+            return self._request(msg, blobs, timeout)
+        finally:
+            self._free_restart = False
 
     def get(self, name: str) -> Any:
         """Value of a global variable (hand-calculation answers); None if absent."""

@@ -30,20 +30,21 @@ def _notebook():
 
 def test_limits_are_a_multiple_of_the_reference_within_floor_and_ceiling():
     nb = _notebook()
-    reference = ReferenceTimes(cells={"setup": 1.5, "ans-f": 0.001, "demo": 0.2, "ans-g": 0.4},
+    reference = ReferenceTimes(cells={"setup": 1.5, "ans-f": 0.001, "demo": 0.2, "ans-g": 0.6},
                                calls={"f": 0.01, "g": 0.3, "slow": 5.0})
-    base = Budget(cell_timeout=30, display_cell_timeout=5, call_timeout=10, multiple=20, floor=2)
+    base = Budget(cell_timeout=30, display_cell_timeout=5, call_timeout=10, multiple=20, floor=2, cell_floor=10)
     budget = calibration.limits(reference, nb, list(range(5)), {2}, base)
     assert budget.for_cell(0) == 30  # setup keeps the ceiling: a cold runner imports torch there
-    assert budget.for_cell(1) == 2  # 20 x 1 ms is below the floor
-    assert budget.for_cell(2, display=True) == 4  # 20 x 0.2 s
-    assert budget.for_cell(3) == 8  # unknown cell: the largest non-setup limit (20 x 0.4 s)
-    assert budget.for_cell(4) == 8
+    assert budget.for_cell(1) == 10  # 20 x 1 ms is below a cell's floor
+    assert budget.for_cell(2, display=True) == 5  # the cell floor, capped by the display ceiling
+    assert budget.for_cell(3) == 12  # unknown cell: the largest non-setup limit (20 x 0.6 s)
+    assert budget.for_cell(4) == 12
     assert budget.for_call("f") == 2 and budget.for_call("g") == 6
     assert budget.for_call("slow") == 10  # 100 s would exceed the ceiling
     assert budget.for_call("never_timed") == 10
     # Feedback names the rule in configured numbers only, the same on every machine.
-    assert budget.cell_rule(1) == "参考答案在本机用时的 20 倍，不少于 2 秒、不多于 30 秒"
+    assert budget.cell_rule(1) == "参考答案在本机用时的 20 倍，不少于 10 秒、不多于 30 秒"
+    assert budget.call_rule("f") == "参考答案在本机用时的 20 倍，不少于 2 秒、不多于 10 秒"
     assert budget.cell_rule(0) == "30 秒"
 
 
@@ -75,8 +76,10 @@ def _slow_once(seconds, until):
 
 
 def test_a_transiently_slow_cell_is_retried_and_not_charged():
-    limit = 1.0
-    cells = ["x = 1", _slow_once(3 * limit, time.time() + limit / 2 + 3)]  # +3: the runner's own start
+    # The first try starts within ~3 s (runner start) and overruns at start + 4 s; the retry starts after
+    # that plus a restart (>= 1 s): a deadline 5.5 s from now falls between them on a loaded machine too.
+    limit = 4.0
+    cells = ["x = 1", _slow_once(30, time.time() + 5.5)]
     with StudentSession(cells, budget=Budget(cell_limits={1: limit})) as session:
         outputs = session.run_notebook()
         assert session.retries == 1 and not session.events, session.events
@@ -108,3 +111,16 @@ def test_a_hanging_function_costs_two_tries_then_nothing():
         started = time.monotonic()
         assert session.call("hang", 1).status == "timeout" and time.monotonic() - started < 0.5
         assert session.call("fine", 3).value == 3
+
+
+def test_retries_that_succeed_never_use_up_the_restarts():
+    """Red team: each retry spent one of max_restarts, so a correct answer on a loaded machine got 'budget'
+    for every check after the ninth slow moment."""
+    slow = "import time\ndef f(x, until):\n    if time.time() < until:\n        time.sleep(3)\n    return x"
+    budget = Budget(call_limits={"f": 1.0}, total_seconds=200, max_restarts=2)
+    with StudentSession(["import torch", slow], budget=budget) as session:
+        session.run_notebook()
+        for i in range(4):  # twice the restarts allowed
+            result = session.call("f", i, time.time() + 0.8)  # slow on the first try only
+            assert result.status == "ok" and result.value == i, (i, result.status)
+        assert session.retries == 4 and session.restarts == 0

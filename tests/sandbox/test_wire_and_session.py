@@ -1,6 +1,7 @@
 """The runner protocol: data only, bounded, and robust to a hostile student process."""
 import io
 import struct
+import time
 
 import pytest
 import torch
@@ -96,3 +97,19 @@ def test_text_no_notebook_can_store_arrives_as_replacement_characters():
     text.encode("utf-8")  # raises if a surrogate got through
     assert result.status == "raised" and result.evalue and "\udfff" not in result.evalue
     result.describe().encode("utf-8")
+
+
+def test_a_reply_nested_too_deep_is_refused_at_once():
+    """Red team: a header nested ~600 deep passed json.loads but killed the reply reader (RecursionError),
+    so the call waited out its limit twice.  Now it is a wire error: the call fails at once."""
+    patch = ("import sys\n_w = sys.modules['wire']\n_orig = _w.send\n"
+             "def _send(stream, header, blobs=()):\n"
+             "    if header.get('status') == 'ok' and 'seconds' in header:\n"
+             "        deep = 0\n        for _ in range(600):\n            deep = [deep]\n"
+             "        header = dict(header, junk=deep)\n"
+             "    return _orig(stream, header, blobs)\n_w.send = _send\ndef f(x):\n    return x")
+    with StudentSession(["import torch", patch], budget=Budget(call_limits={"f": 5.0})) as s:
+        s.run_notebook()
+        started = time.monotonic()
+        result = s.call("f", 1)
+    assert result.status == "crashed" and time.monotonic() - started < 4

@@ -71,8 +71,8 @@ def receive(stream: IO[bytes], max_header: int = MAX_HEADER_BYTES,
         raise WireError(f"header of {size} bytes exceeds the limit of {max_header}")
     try:
         header = _storable(json.loads(_read_exact(stream, size)))
-    except ValueError as exc:
-        raise WireError(f"header is not JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than we walk
+        raise WireError(f"header is not JSON we accept: {type(exc).__name__}") from None
     sizes = header.get("blobs", []) if isinstance(header, dict) else None
     if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
         raise WireError("bad blob table")
