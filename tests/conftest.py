@@ -11,7 +11,7 @@ from tests import catalogue
 
 # Shorter limits than the defaults keep the hang/loop samples cheap in CI.
 FAST_LIMITS = ("--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",
-               "--SandboxedExecute.display_cell_timeout=3")
+               "--SandboxedExecute.display_cell_timeout=3", "--SandboxedExecute.cell_time_floor=2")
 
 
 @pytest.fixture(scope="session")

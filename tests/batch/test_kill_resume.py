@@ -25,7 +25,8 @@ from autograder.demo import course
 from autograder.sandbox.guest import procfs
 from tests import catalogue
 
-LIMITS = ["--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5"]
+LIMITS = ["--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",
+          "--SandboxedExecute.cell_time_floor=2"]
 STUDENTS = ("correct-reference", "bug-mask-inverted", "correct-noisy", "bug-scale-by-dk", "correct-alternatives",
             "bug-softmax-unstable")
 
