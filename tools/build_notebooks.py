@@ -485,16 +485,19 @@ for i, d in enumerate(dims):
     (m0, g0), (m1, g1) = [(curves[label][0][i], curves[label][1][i]) for label in curves]
     print(f"{d:4d} |              {m0:.3f}  {m1:.3f} |            {g0:.3f}  {g1:.3f}")
 
+# d_k doubles from one point to the next: equally spaced positions, labelled with d_k
+steps = range(len(dims))
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for (label, (peak, grad)), style in zip(curves.items(), ("o-", "s--")):
-    axes[0].plot(dims, peak, style, label=label)
-    axes[1].plot(dims, grad, style, label=label)
+    axes[0].plot(steps, peak, style, label=label)
+    axes[1].plot(steps, grad, style, label=label)
 axes[0].axhline(1 / n_keys, color="gray", lw=0.8, ls=":", label="uniform (1/16)")
-axes[0].set(xscale="log", xlabel="d_k", ylabel="mean of the largest weight", ylim=(0, 1.05))
-axes[1].set(xscale="log", xlabel="d_k", ylabel="mean Frobenius norm of the Jacobian", ylim=(0, None))
+axes[0].set(xlabel="d_k", ylabel="mean of the largest weight", ylim=(0, 1.05))
+axes[1].set(xlabel="d_k", ylabel="mean Frobenius norm of the Jacobian", ylim=(0, None))
+axes[0].legend(loc="upper left")
+axes[1].legend(loc="lower left")
 for ax in axes:
-    ax.set_xticks(dims, [str(d) for d in dims])
-    ax.legend()
+    ax.set_xticks(steps, [str(d) for d in dims])
 fig.tight_layout()
 plt.show()
 '''

@@ -91,6 +91,12 @@ class Grader:
     """Grades submissions one at a time with the stock converter, in a private course directory."""
 
     def __init__(self, bundle: dict, prewarm: bool = True) -> None:
+        import torch
+
+        # The hidden checks' tensors are tiny, and the workers and their runners already fill every
+        # core: a second intra-op thread would only spin (twice the CPU per torch call, four times the
+        # wall time when the cores are busy; tools/torch_threads.py measures it).
+        torch.set_num_threads(1)
         self.assignment = bundle["assignment"]
         self.root = tempfile.mkdtemp(prefix="sdpa-grader-")
         write_tree(self.root, bundle["files"])

@@ -8,7 +8,9 @@ data, so the stock commands -- and formgrader's Autograde button -- use:
 - `SandboxedExecute` (``execute.py``, replaces nbgrader's Execute): code
   cells run in a sandboxed runner process, no kernel in the course directory;
 - `TrustedScoring` (``trusted_scoring.py``): the hidden checks run in this
-  process, which runs no student code, and score each grade cell.
+  process, which runs no student code, and score each grade cell;
+- `CompiledCheckCellMetadata` (``metadata.py``, replaces CheckCellMetadata):
+  the same verdicts, with the metadata schema compiled once, not per cell.
 
 ``cells.py`` is the one home of nbgrader cell metadata; ``state.py`` is what
 the two grading steps share for one notebook.
@@ -34,7 +36,6 @@ def pipelines() -> dict[str, list[type]]:
     from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (
         AssignLatePenalties,
-        CheckCellMetadata,
         ClearHiddenTests,
         ClearOutput,
         DeduplicateIds,
@@ -47,16 +48,17 @@ def pipelines() -> dict[str, list[type]]:
     )
 
     from .execute import SandboxedExecute
+    from .metadata import CompiledCheckCellMetadata
     from .restore import RestoreNotebookStructure
     from .trusted_scoring import TrustedScoring
 
     return {
         "Autograde.sanitize_preprocessors": [RestoreNotebookStructure, ClearOutput, DeduplicateIds,
-                                             OverwriteKernelspec, OverwriteCells, CheckCellMetadata],
+                                             OverwriteKernelspec, OverwriteCells, CompiledCheckCellMetadata],
         # SandboxedExecute leaves the runner open for TrustedScoring, which must follow it.
         "Autograde.autograde_preprocessors": [SandboxedExecute, TrustedScoring, IgnorePattern,
                                               ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
-                                              AssignLatePenalties, CheckCellMetadata],
+                                              AssignLatePenalties, CompiledCheckCellMetadata],
         # Feedback shows the student's notebook, never the hidden-check regions.
         "GenerateFeedback.preprocessors": [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor],
     }
