@@ -131,7 +131,7 @@ class StudentSession:
                  runner_source: Optional[RunnerSource] = None):
         self.cells = list(cells)  # code cell sources, in notebook order
         # Provided cells that only show output (visible checks, plots, demos): short
-        # timeout, never replayed, and all skipped once one hangs or crashes.
+        # timeout, replayed without output, and all skipped once one hangs or crashes.
         self.display_cells = set(display_cells)
         self.display_disabled = False
         self.budget = budget
@@ -285,11 +285,15 @@ class StudentSession:
             try:
                 self._spawn()
                 for pos in range(self.executed):
-                    if pos not in self.skipped and pos not in self.display_cells:
-                        current = pos
-                        # It finished within its limit before: only load or chance makes it slow now,
-                        # so the replay gets the fixed ceiling (the total budget still bounds it).
-                        self._exchange({"op": "exec", "source": self.cells[pos]}, [], self.budget.cell_timeout)
+                    if pos in self.skipped:
+                        continue
+                    current = pos
+                    # It finished within its limit before: only load or chance makes it slow now, so the
+                    # replay gets the fixed ceiling (the total budget still bounds it).  A provided display
+                    # cell is replayed too, its output discarded: an answer may use what it defined.
+                    display = pos in self.display_cells
+                    self._exchange({"op": "exec", "source": self.cells[pos], "quiet": display}, [],
+                                   self.budget.display_cell_timeout if display else self.budget.cell_timeout)
                 return
             except (TimeoutError, _RunnerGone) as exc:
                 if current is None:

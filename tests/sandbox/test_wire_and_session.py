@@ -113,3 +113,20 @@ def test_a_reply_nested_too_deep_is_refused_at_once():
         started = time.monotonic()
         result = s.call("f", 1)
     assert result.status == "crashed" and time.monotonic() - started < 4
+
+
+def test_a_restart_replays_display_cells_without_their_output():
+    """Red team F3: an answer may use what a provided display cell defined (n_empty_rows from mask_demo).
+    After any restart the replay must define it again, quietly: no figure is rendered, nothing is shown."""
+    cells = ["import torch\nimport matplotlib.pyplot as plt",
+             "demo_rows = 3\nfig, ax = plt.subplots()\nax.plot([1, 2])\nplt.show()\nprint('shown once')",
+             "answer = demo_rows * 2\ndef rows():\n    return answer\ndef hang():\n    while True:\n        pass"]
+    with StudentSession(cells, display_cells=[1], budget=Budget(call_limits={"hang": 1.0})) as s:
+        outputs = s.run_notebook()
+        assert [o["output_type"] for o in outputs[1]] == ["display_data", "stream"]
+        assert s.call("hang").status == "timeout"  # the runner is killed: the next call restarts it
+        assert s.call("rows").value == 6
+        assert s.restarts == 1 and not s.skipped
+        assert s.get("demo_rows") == 3
+        replay, _ = s._exchange({"op": "exec", "source": cells[1], "quiet": True}, [], 5.0)
+    assert replay["status"] == "ok" and replay["outputs"] == []

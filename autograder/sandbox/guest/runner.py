@@ -132,11 +132,16 @@ class Runner:
 
     # -- operations --------------------------------------------------------
     def op_exec(self, msg: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
+        """Run a cell; "quiet" (a replay whose outputs nobody reads) renders no figure."""
         import warnings
 
         self.outputs = []
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
+        formatter = self.shell.display_formatter
+        shown = list(formatter.active_types)
+        if msg.get("quiet"):
+            formatter.active_types = ["text/plain"]
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("default")
@@ -147,8 +152,9 @@ class Runner:
             ok = result.success
         finally:
             sys.stdout, sys.stderr = old
+            formatter.active_types = shown
             outputs, self.outputs = self.outputs, None
-        return {"status": "ok" if ok else "error", "outputs": outputs}, []
+        return {"status": "ok" if ok else "error", "outputs": [] if msg.get("quiet") else outputs}, []
 
     def op_get(self, msg: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         name = str(msg.get("name", ""))
