@@ -63,8 +63,9 @@ def grade(base, target, command, hogs, delay):
 
 
 def summarise(target):
-    """(students below full marks, limit events, retries) from the gradebook and grading.json."""
-    lost, events, retried = [], [], 0
+    """(students below full marks, limit events, retries, overruns charged without one) from the gradebook
+    and grading.json."""
+    lost, events, retried, at_once = [], [], 0, 0
     for student, cells in sorted(course.grades(target).items()):
         got = sum(score or 0 for score, _ in cells.values())
         full = sum(top for _, top in cells.values())
@@ -76,7 +77,8 @@ def summarise(target):
             events += [f"{student}: {e.get('kind')} {e.get('function') or e.get('grade_id') or e.get('cell')}"
                        for e in report.get("events", [])]
             retried += (report.get("limits") or {}).get("retried", 0)
-    return lost, events, retried
+            at_once += (report.get("limits") or {}).get("charged_without_retry", 0)
+    return lost, events, retried, at_once
 
 
 def main():
@@ -101,10 +103,11 @@ def main():
             if args.only and name != args.only:
                 continue
             seconds, proc = grade(base, top / name, command, args.hogs, args.delay)
-            lost, events, retried = summarise(top / name)
+            lost, events, retried, at_once = summarise(top / name)
             charged |= bool(lost) or proc.returncode != 0
             print(f"{name:6} {seconds:7.1f} s  exit {proc.returncode}  below full marks: {len(lost)}/{n}  "
-                  f"limit events: {len(events)}  overruns absorbed by the retry: {retried}", flush=True)
+                  f"limit events: {len(events)}  overruns absorbed by the retry: {retried}  "
+                  f"charged without a retry (the runner had its core): {at_once}", flush=True)
             for line in lost + events:
                 print("    " + line)
             if proc.returncode != 0:

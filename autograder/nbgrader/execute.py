@@ -28,7 +28,8 @@ class SandboxedExecute(NbGraderPreprocessor):
     limits_from_reference = Bool(True, help=(
         "Time the source notebook (the solution) and its hidden checks once per grading process, and give each "
         "cell and each checked function `time_multiple` x the reference's time, at least `time_floor` and at "
-        "most the timeouts above. An overrun is retried once on a fresh runner before it is charged. False: the "
+        "most the timeouts above. An overrun is retried once on a fresh runner before it is charged (unless the runner "
+        "used at least 90% of the time as CPU: it had a core, and load did not slow it). False: the "
         "timeouts above apply as they are.")).tag(config=True)
     time_multiple = Float(20.0, help=(
         "Student code may take this many times the reference solution's time on this machine. A correct "

@@ -70,7 +70,8 @@ class TrustedScoring(NbGraderPreprocessor):
                   "sandbox": {"isolated": session.status.isolated, "mechanism": session.status.mechanism},
                   "events": session.events, "review": review, "seconds": session.elapsed(),
                   "limits": {"derived": bool(session.budget.cell_limits or session.budget.call_limits),
-                             "retried": session.retries}, "cells": []}
+                             "retried": session.retries,
+                             "charged_without_retry": session.unstarved}, "cells": []}
         # Limits hit and code to review: reported once, at the first grade cell.
         events = session.events + [dict(note, kind="NeedsReview") for note in review]
         for cell in nb.cells:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import launcher
-from .guest import wire
+from .guest import procfs, wire
 from .outputs import OutputBudget
 from .runners import RunnerSource, read_replies, reply_queue, runner_command, runner_dirs, stop_runner
 
@@ -36,6 +36,10 @@ from .runners import RunnerSource, read_replies, reply_queue, runner_command, ru
 # protocol pipe): dropped, but a runner that keeps sending them is killed.
 MAX_UNSOLICITED_FRAMES = 32
 WATCH_SECONDS = 0.2  # how often a wait looks at whether the runner has stopped itself
+# An overrun is retried only if the runner may have been starved: a runner that got at least this share of
+# the wall time as CPU had a core to itself, so a second try on the same machine could not finish either.
+UNSTARVED_CPU_SHARE = 0.9
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 @dataclass(frozen=True)
 class Budget:
@@ -45,7 +49,8 @@ class Budget:
     function's own limit (derived from the reference solution's times, see
     ``autograder/nbgrader/calibration.py``); the fixed timeouts apply where
     they name nothing.  A limit overrun is retried once on a fresh runner
-    before it is charged, so a loaded machine never costs a correct answer.
+    before it is charged, unless the runner had a core to itself meanwhile,
+    so a loaded machine never costs a correct answer.
     """
 
     start_timeout: float = 60.0
@@ -143,7 +148,9 @@ class StudentSession:
         self.events = []  # limit reports, shown to instructor and student
         self.restarts = 0
         self.retries = 0  # limit overruns given a second try on a fresh runner
+        self.unstarved = 0  # overruns charged at once: the runner had a core to itself
         self._meta_warm = False  # whether this runner has made its first meta-device op
+        self._answered = False  # whether this runner has answered a request (its set-up is over)
         self._free_restart = False  # the next restart is a retry's: not counted in max_restarts
         self.cell_seconds = {}  # position -> wall seconds of its run (calibration reads the reference's)
         self.call_seconds = {}  # function -> wall seconds of its longest call
@@ -168,7 +175,7 @@ class StudentSession:
         return time.monotonic() + min(timeout, left)
 
     def _spawn(self):
-        self._meta_warm = False
+        self._meta_warm = self._answered = False
         handed = self.runner_source.take(self) if self.runner_source is not None else None
         if handed is not None:
             self.proc, self._replies = handed.proc, handed.replies
@@ -232,6 +239,14 @@ class StudentSession:
             except OSError as exc:
                 raise _RunnerGone(str(exc)) from None
 
+    def _runner_cpu(self):
+        """CPU seconds the runner process has used (its threads and reaped children too), or None."""
+        fields = procfs.stat_fields(self._pid) if self._pid is not None else None
+        try:
+            return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLOCK_TICKS if fields else None
+        except (IndexError, ValueError):
+            return None
+
     def _kill(self):
         if self.proc is not None:
             stop_runner(self.proc)
@@ -263,7 +278,9 @@ class StudentSession:
         msg = dict(msg, id=secrets.token_hex(8))
         deadline = self._deadline(timeout)
         self._write(wire.frame(msg, blobs), deadline)
-        return self._wait(deadline, msg["id"])
+        reply = self._wait(deadline, msg["id"])
+        self._answered = True
+        return reply
 
     def _request(self, msg, blobs, timeout):
         if self.proc is None:
@@ -395,7 +412,10 @@ class StudentSession:
         try:
             self._request({"op": "warm"}, [], self.budget.call_timeout)
             self._meta_warm = True
-        except (TimeoutError, _RunnerGone):
+        except (TimeoutError, _RunnerGone) as exc:
+            # Only the student's code (a patched torch) can make it hang or die; recorded for the report.
+            self.events.append({"kind": "WarmUpFailed", "detail": "为 meta 设备上的检查做准备时运行环境超时或退出"
+                                f"（{type(exc).__name__}），之后的检查照常进行"})
             self._kill()
         except _BudgetSpent:
             pass
@@ -411,15 +431,26 @@ class StudentSession:
 
     def _with_retry(self, msg, blobs, timeout, prepare=None):
         """One request; past its limit, once more on a fresh runner (earlier cells replayed) before
-        the overrun counts: a loaded machine, not the student's code, may have made it slow.
+        the overrun counts: a loaded machine, not the student's code, may have made it slow.  Not
+        when this side's own reading of the runner's CPU time (procfs, which the runner cannot
+        forge) shows it had a core to itself: then a retry would only double a busy loop's cost.
 
         The retry's restart is not one of `max_restarts` (those count charged failures; a correct
         answer on a loaded machine may need many retries, and `total_seconds` still bounds them);
         `prepare` readies the fresh runner first (the meta-device warm-up)."""
+        if self.proc is None:
+            self._restart()
+        # A runner's first request shares its CPU with the runner's own set-up: no evidence then.
+        cpu = self._runner_cpu() if self._answered else None
+        started = time.monotonic()
         try:
             return self._request(msg, blobs, timeout)
         except TimeoutError:
+            used = self._runner_cpu() - cpu if cpu is not None else None
             self._kill()
+            if used is not None and used >= UNSTARVED_CPU_SHARE * (time.monotonic() - started):
+                self.unstarved += 1
+                raise
             self.retries += 1
         self._free_restart = True
         try:
@@ -449,7 +480,9 @@ class _BudgetSpent(Exception):
 
 
 def _timeout_text(what, rule):
-    return f"{what}运行时间超过上限（{rule}），在新的运行环境中重试一次仍然超时，已被终止"
+    # The same words whether or not a retry ran (that depends on the machine's load), so every command
+    # writes the same notebook.
+    return f"{what}运行时间超过上限（{rule}），已被终止（若评分机器繁忙，会先在新的运行环境中重试一次）"
 
 
 def _drain(replies):

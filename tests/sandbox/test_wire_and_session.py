@@ -130,3 +130,17 @@ def test_a_restart_replays_display_cells_without_their_output():
         assert s.get("demo_rows") == 3
         replay, _ = s._exchange({"op": "exec", "source": cells[1], "quiet": True}, [], 5.0)
     assert replay["status"] == "ok" and replay["outputs"] == []
+
+
+def test_a_warm_up_the_student_broke_is_recorded_and_grading_goes_on():
+    """Red team F4.2: student code can make the grader's meta-device warm-up hang; it costs the student's
+    own time only, and now the report says so."""
+    cells = ["import torch\n_ones = torch.ones\n"
+             "def _hang(*a, **k):\n    if k.get('device') == 'meta':\n        while True:\n            pass\n"
+             "    return _ones(*a, **k)\ntorch.ones = _hang",
+             "def f(x):\n    return x"]
+    with StudentSession(cells, budget=Budget(call_timeout=1.0, call_limits={"f": 1.0})) as s:
+        s.run_notebook()
+        result = s.call("f", torch.ones(2), on_device="meta")
+        assert [e["kind"] for e in s.events] == ["WarmUpFailed"]
+        assert result.status in ("ok", "raised")  # the call itself ran, on a fresh runner
