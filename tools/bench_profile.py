@@ -22,16 +22,11 @@ from autograder.sandbox.guest import procfs
 from tools import bench_class
 
 SPAWN = "runner start (fresh: bwrap, python, IPython; or fork)"
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def process_cpu(pid: int) -> float:
     """CPU seconds of a live process and of the children it waited for (0 if it is gone)."""
-    fields = procfs.stat_fields(pid)
-    try:
-        return sum(int(fields[i]) for i in (11, 12, 13, 14)) / TICK if fields else 0.0
-    except (IndexError, ValueError):
-        return 0.0
+    return procfs.cpu_seconds(pid) or 0.0
 
 
 class _Stages:

@@ -39,7 +39,6 @@ WATCH_SECONDS = 0.2  # how often a wait looks at whether the runner has stopped 
 # An overrun is retried only if the runner may have been starved: a runner that got at least this share of
 # the wall time as CPU had a core to itself, so a second try on the same machine could not finish either.
 UNSTARVED_CPU_SHARE = 0.9
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 @dataclass(frozen=True)
 class Budget:
@@ -239,14 +238,6 @@ class StudentSession:
             except OSError as exc:
                 raise _RunnerGone(str(exc)) from None
 
-    def _runner_cpu(self):
-        """CPU seconds the runner process has used (its threads and reaped children too), or None."""
-        fields = procfs.stat_fields(self._pid) if self._pid is not None else None
-        try:
-            return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLOCK_TICKS if fields else None
-        except (IndexError, ValueError):
-            return None
-
     def _kill(self):
         if self.proc is not None:
             stop_runner(self.proc)
@@ -441,12 +432,13 @@ class StudentSession:
         if self.proc is None:
             self._restart()
         # A runner's first request shares its CPU with the runner's own set-up: no evidence then.
-        cpu = self._runner_cpu() if self._answered else None
+        cpu = procfs.cpu_seconds(self._pid) if self._answered and self._pid is not None else None
         started = time.monotonic()
         try:
             return self._request(msg, blobs, timeout)
         except TimeoutError:
-            used = self._runner_cpu() - cpu if cpu is not None else None
+            now = procfs.cpu_seconds(self._pid) if cpu is not None else None
+            used = now - cpu if now is not None else None
             self._kill()
             if used is not None and used >= UNSTARVED_CPU_SHARE * (time.monotonic() - started):
                 self.unstarved += 1

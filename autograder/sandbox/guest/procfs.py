@@ -23,6 +23,15 @@ def state(pid: Union[int, str]) -> str:
     return fields[0] if fields else ""
 
 
+def cpu_seconds(pid: Union[int, str]) -> Optional[float]:
+    """CPU seconds a process has used: its threads and the children it waited for; None if it is gone."""
+    fields = stat_fields(pid)
+    try:
+        return sum(int(fields[i]) for i in (11, 12, 13, 14)) / os.sysconf("SC_CLK_TCK") if fields else None
+    except (IndexError, ValueError):
+        return None
+
+
 def parent(pid: Union[int, str]) -> Optional[int]:
     """The parent pid, or None if the process is gone."""
     fields = stat_fields(pid)
