@@ -437,10 +437,13 @@ class StudentSession:
         try:
             return self._request(msg, blobs, timeout)
         except TimeoutError:
+            ran = time.monotonic() - started  # before the kill, which the runner can make slow
             now = procfs.cpu_seconds(self._pid) if cpu is not None else None
             used = now - cpu if now is not None else None
             self._kill()
-            if used is not None and used >= UNSTARVED_CPU_SHARE * (time.monotonic() - started):
+            if self._time_left() <= 0:
+                raise _BudgetSpent() from None  # the submission's budget cut it short, not its own limit
+            if used is not None and used >= UNSTARVED_CPU_SHARE * ran:
                 self.unstarved += 1
                 raise
             self.retries += 1

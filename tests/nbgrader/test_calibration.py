@@ -128,3 +128,17 @@ def test_retries_that_succeed_never_use_up_the_restarts():
             result = session.call("f", i, time.time() + 0.8)  # slow on the first try only
             assert result.status == "ok" and result.value == i, (i, result.status)
         assert session.retries == 4 and session.restarts == 0
+
+
+def test_a_call_cut_short_by_the_submission_budget_is_not_charged_as_its_own_timeout():
+    """Red team: a busy call stopped by the submission's total budget (not its own limit) was charged
+    as a timeout of the function ("possible infinite loop"); it is the grader's budget that ran out."""
+    import dataclasses
+
+    busy = "def f(n):\n    import time\n    t = time.time()\n    while time.time() - t < n:\n        pass\n    return 1"
+    with StudentSession([busy], budget=Budget(call_limits={"f": 3.0}, total_seconds=120)) as session:
+        session.run_notebook()
+        assert session.call("f", 0.05).ok
+        session.budget = dataclasses.replace(session.budget, total_seconds=session.elapsed() + 0.8)
+        result = session.call("f", 1.5)  # within its own 3 s limit
+        assert result.status == "budget" and not session.events and "f" not in session.hung
