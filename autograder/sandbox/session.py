@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import launcher
-from .guest import procfs, wire
+from .guest import wire
+from .load_evidence import LoadWatch
 from .outputs import OutputBudget
 from .runners import RunnerSource, read_replies, reply_queue, runner_command, runner_dirs, stop_runner
 
@@ -36,9 +37,6 @@ from .runners import RunnerSource, read_replies, reply_queue, runner_command, ru
 # protocol pipe): dropped, but a runner that keeps sending them is killed.
 MAX_UNSOLICITED_FRAMES = 32
 WATCH_SECONDS = 0.2  # how often a wait looks at whether the runner has stopped itself
-# An overrun is retried only if the runner may have been starved: a runner that got at least this share of
-# the wall time as CPU had a core to itself, so a second try on the same machine could not finish either.
-UNSTARVED_CPU_SHARE = 0.9
 
 @dataclass(frozen=True)
 class Budget:
@@ -147,10 +145,11 @@ class StudentSession:
         self.events = []  # limit reports, shown to instructor and student
         self.restarts = 0
         self.retries = 0  # limit overruns given a second try on a fresh runner
-        self.unstarved = 0  # overruns charged at once: the runner had a core to itself
+        self.unstarved = 0  # overruns charged at once: the runner had a core to itself (load_evidence)
         self._meta_warm = False  # whether this runner has made its first meta-device op
         self._answered = False  # whether this runner has answered a request (its set-up is over)
         self._free_restart = False  # the next restart is a retry's: not counted in max_restarts
+        self._watch = None  # LoadWatch of the request in flight, when it may be charged without a retry
         self.cell_seconds = {}  # position -> wall seconds of its run (calibration reads the reference's)
         self.call_seconds = {}  # function -> wall seconds of its longest call
         self.started = time.monotonic()
@@ -202,6 +201,8 @@ class StudentSession:
                 reply = self._replies.get(timeout=min(left, WATCH_SECONDS))
             except queue.Empty:
                 self._check_not_stopped()
+                if self._watch is not None:
+                    self._watch.tick()
                 continue
             if isinstance(reply, Exception):
                 raise _RunnerGone(str(reply))
@@ -423,8 +424,9 @@ class StudentSession:
     def _with_retry(self, msg, blobs, timeout, prepare=None):
         """One request; past its limit, once more on a fresh runner (earlier cells replayed) before
         the overrun counts: a loaded machine, not the student's code, may have made it slow.  Not
-        when this side's own reading of the runner's CPU time (procfs, which the runner cannot
-        forge) shows it had a core to itself: then a retry would only double a busy loop's cost.
+        when this side's own reading of the kernel's accounting (``load_evidence.py``, which the
+        runner cannot forge) shows it had a core to itself: then a retry would only double a busy
+        loop's cost.
 
         The retry's restart is not one of `max_restarts` (those count charged failures; a correct
         answer on a loaded machine may need many retries, and `total_seconds` still bounds them);
@@ -432,21 +434,20 @@ class StudentSession:
         if self.proc is None:
             self._restart()
         # A runner's first request shares its CPU with the runner's own set-up: no evidence then.
-        cpu = procfs.cpu_seconds(self._pid) if self._answered and self._pid is not None else None
-        started = time.monotonic()
+        self._watch = LoadWatch(self._pid) if self._answered and self._pid is not None else None
         try:
             return self._request(msg, blobs, timeout)
         except TimeoutError:
-            ran = time.monotonic() - started  # before the kill, which the runner can make slow
-            now = procfs.cpu_seconds(self._pid) if cpu is not None else None
-            used = now - cpu if now is not None else None
+            had_a_core = self._watch is not None and self._watch.had_a_core()  # before the kill
             self._kill()
             if self._time_left() <= 0:
                 raise _BudgetSpent() from None  # the submission's budget cut it short, not its own limit
-            if used is not None and used >= UNSTARVED_CPU_SHARE * ran:
+            if had_a_core:
                 self.unstarved += 1
                 raise
             self.retries += 1
+        finally:
+            self._watch = None
         self._free_restart = True
         try:
             if prepare is not None:

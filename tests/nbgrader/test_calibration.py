@@ -1,4 +1,5 @@
 """Time limits from the reference solution: derived, bounded, and never charged for a slow moment."""
+import os
 import time
 
 import nbformat
@@ -115,6 +116,18 @@ def test_a_busy_loop_that_had_its_core_costs_one_try_then_nothing():
         started = time.monotonic()
         assert session.call("hang", 1).status == "timeout" and time.monotonic() - started < 0.5
         assert session.call("fine", 3).value == 3
+
+
+def test_threads_that_add_up_to_a_core_while_each_waited_are_retried():
+    """Red team F2: CPU time alone called a runner unhindered when many threads each got a slice of a
+    busy machine and together used a whole CPU.  Their run-queue waits show the starvation."""
+    threads = 4 * (os.cpu_count() or 1)
+    cells = [f"import torch\ndef hang(x):\n    torch.set_num_threads({threads})\n"
+             "    a = torch.randn(512, 512)\n    while True:\n        a @ a"]
+    with StudentSession(cells, budget=Budget(call_limits={"hang": 2.0})) as session:
+        session.run_notebook()
+        assert session.call("hang", 1).status == "timeout"
+        assert (session.retries, session.unstarved) == (1, 0)
 
 
 def test_retries_that_succeed_never_use_up_the_restarts():

@@ -32,6 +32,26 @@ def cpu_seconds(pid: Union[int, str]) -> Optional[float]:
         return None
 
 
+def run_queue_waits(pid: Union[int, str]) -> Optional[dict[int, float]]:
+    """Seconds each live thread of a process has spent runnable but waiting for a CPU (field 2 of
+    ``/proc/<pid>/task/<tid>/schedstat``), by thread id; None if the process is gone or the kernel
+    keeps no such figures."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    waits = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                waits[int(tid)] = int(f.read().split()[1]) / 1e9
+        except FileNotFoundError:
+            continue  # the thread ended between the listing and the read
+        except (OSError, IndexError, ValueError):
+            return None
+    return waits or None
+
+
 def parent(pid: Union[int, str]) -> Optional[int]:
     """The parent pid, or None if the process is gone."""
     fields = stat_fields(pid)
