@@ -15,13 +15,15 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize("sample", catalogue.CATALOGUE, ids=lambda s: s.name)
 def test_sample_graded_as_expected(graded_course, sample):
     cells = graded_course["grades"].get(sample.name)
-    assert cells, f"{sample.name} was not graded:\n{graded_course['autograde'].stderr[-3000:]}"
+    stderr = "".join(proc.stderr[-3000:] for proc in graded_course["autograde"])
+    assert cells, f"{sample.name} was not graded:\n{stderr}"
     assert sum(top for _, top in cells.values()) == 105.0, "the automatic points of the notebook changed"
-    shown = {code for cell in grading_report(graded_course["root"], sample.name)["cells"]
+    root = graded_course["root_of"](sample.name)
+    shown = {code for cell in grading_report(root, sample.name)["cells"]
              for check in cell["checks"] for code in check["codes"]}
     ok, why = catalogue.verdict(sample, cells, shown)
     assert ok, why
-    html = course.feedback_html(graded_course["root"], sample.name).read_text()
+    html = course.feedback_html(root, sample.name).read_text()
     for code in sample.codes:
         assert f"[{code}]" in html
 
@@ -34,14 +36,15 @@ def test_every_code_has_a_catalogue_entry():
 
 
 def test_feedback_has_summary_and_no_hidden_code(graded_course):
-    html = course.feedback_html(graded_course["root"], "bug-mask-inverted").read_text()
+    html = course.feedback_html(graded_course["root_of"]("bug-mask-inverted"), "bug-mask-inverted").read_text()
     assert "项隐藏检查" in html and "[mask-inverted]" in html
     for secret in ("run_hidden_checks(", "expect_tensor", "masked_fill(~mask, float(\"-inf\"))", "BEGIN HIDDEN"):
         assert secret not in html
 
 
 def test_export_matches_gradebook(graded_course):
-    rows = {r["student_id"]: r for r in csv.DictReader(open(graded_course["root"] / "grades.csv"))}
+    rows = {r["student_id"]: r for root in graded_course["roots"] for r in csv.DictReader(open(root / "grades.csv"))}
+    assert set(rows) == {s.name for s in catalogue.CATALOGUE}
     assert float(rows["correct-reference"]["raw_score"]) == 105.0
     assert float(rows["empty-release"]["raw_score"]) == 0.0
     assert 0 < float(rows["bug-scale-missing"]["raw_score"]) < 105.0
@@ -62,28 +65,28 @@ def test_sandbox_hides_course_files_and_network(graded_course):
 
     if not launcher.probe().isolated:
         pytest.skip(f"no sandbox on this machine: {launcher.probe().reason}")
-    root = graded_course["root"]
-    read = _outputs_text(root, "attack-read-solutions")
+    root_of = graded_course["root_of"]
+    read = _outputs_text(root_of("attack-read-solutions"), "attack-read-solutions")
     assert "found: []" in read and "no grader: ModuleNotFoundError" in read
-    write = _outputs_text(root, "attack-gradebook-and-grader-files")
+    write = _outputs_text(root_of("attack-gradebook-and-grader-files"), "attack-gradebook-and-grader-files")
     assert "wrote" not in write and "trigger planted" not in write and write.count("blocked") == 5
-    assert "connected" not in _outputs_text(root, "attack-network")
+    assert "connected" not in _outputs_text(root_of("attack-network"), "attack-network")
 
 
 def test_gradebook_and_grader_files_hold_nothing_from_submissions(graded_course):
     import sqlite3
 
-    root = graded_course["root"]
-    db = sqlite3.connect(root / "gradebook.db")
-    assert db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall() == []
-    for name in ("nbgrader_config.py", "autograder/sandbox/guest/wire.py", "autograder/sandbox/guest/runner.py"):
-        assert (root / name).read_bytes() == (course.ROOT / name).read_bytes(), name
+    for root in graded_course["roots"]:
+        db = sqlite3.connect(root / "gradebook.db")
+        assert db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall() == []
+        for name in ("nbgrader_config.py", "autograder/sandbox/guest/wire.py", "autograder/sandbox/guest/runner.py"):
+            assert (root / name).read_bytes() == (course.ROOT / name).read_bytes(), name
 
 
 def test_regrading_gives_the_same_scores(graded_course):
-    root = graded_course["root"]
     before = graded_course["grades"]
     for student in ("bug-softmax-global-max", "correct-noisy"):
+        root = graded_course["root_of"](student)
         course.nbgrader(root, "autograde", course.ASSIGNMENT, "--student", student, "--force")
         assert course.grades(root)[student] == before[student]
 
@@ -103,10 +106,13 @@ def test_parallel_workers_grade_the_whole_catalogue_as_stock_does(graded_course,
 
     from .conftest import FAST_LIMITS
 
-    stock = graded_course["root"]
+    stock = graded_course["root_of"]
     root = tmp_path / "course"
-    shutil.copytree(stock, root, ignore=shutil.ignore_patterns(
+    first, *others = graded_course["roots"]
+    shutil.copytree(first, root, ignore=shutil.ignore_patterns(
         "autograded", "feedback", "gradebook.db", "grades.csv", "reports"))
+    for other in others:  # the whole catalogue in one course
+        shutil.copytree(other / "submitted", root / "submitted", dirs_exist_ok=True)
     course.nbgrader(root, "generate_assignment", course.ASSIGNMENT, "--force")
     # Run from the course, as nbgrader was: the grading code is the course's own copy.
     proc = subprocess.run([sys.executable, "-m", "autograder.cli", "autograde", course.ASSIGNMENT,
@@ -125,25 +131,27 @@ def test_parallel_workers_grade_the_whole_catalogue_as_stock_does(graded_course,
             cell.pop("id", None)
         return nb
 
-    differ = [s.name for s in catalogue.CATALOGUE if notebook(root, s.name) != notebook(stock, s.name)]
+    differ = [s.name for s in catalogue.CATALOGUE if notebook(root, s.name) != notebook(stock(s.name), s.name)]
     assert differ == []
 
 
 def test_outputs_are_capped_by_the_grader(graded_course):
     """The flood sample lifts the runner's own caps: the autograded notebook must stay small."""
-    path = graded_course["root"] / "autograded" / "attack-output-flood" / "sdpa" / "sdpa.ipynb"
+    student = "attack-output-flood"
+    path = graded_course["root_of"](student) / "autograded" / student / "sdpa" / "sdpa.ipynb"
     assert path.stat().st_size < 2 * 2**20
     assert "输出过大，评分时已截断" in path.read_text(encoding="utf-8")
 
 
 def test_tampering_is_flagged_for_review_and_costs_nothing_by_itself(graded_course):
-    root = graded_course["root"]
-    flagged = grading_report(root, "attack-disarm-tripwires")["review"]
+    root_of = graded_course["root_of"]
+    flagged = grading_report(root_of("attack-disarm-tripwires"), "attack-disarm-tripwires")["review"]
     assert {"introspection", "grader-internals"} <= {note["category"] for note in flagged}
-    assert "需要助教人工复核" in course.feedback_html(root, "attack-disarm-tripwires").read_text()
+    html = course.feedback_html(root_of("attack-disarm-tripwires"), "attack-disarm-tripwires").read_text()
+    assert "需要助教人工复核" in html
     for student in ("correct-reference", "correct-alternatives", "correct-noisy", "fairness-answer-forms"):
-        assert grading_report(root, student)["review"] == [], student
+        assert grading_report(root_of(student), student)["review"] == [], student
     # Flagged, yet graded on its answers alone: full marks.
-    assert grading_report(root, "attack-leave-traces")["review"]
+    assert grading_report(root_of("attack-leave-traces"), "attack-leave-traces")["review"]
     cells = graded_course["grades"]["attack-leave-traces"]
     assert sum(s for s, _ in cells.values()) == 105

@@ -384,8 +384,14 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
     stock, cli_root = roots["stock"], roots["cli"]
 
     def both(*args):
-        ref = course.nbgrader(stock, "autograde", course.ASSIGNMENT, *args, *LIMITS, check=False)
-        ours = _cli(cli_root, "autograde", course.ASSIGNMENT, "--workers", "2", *args, *LIMITS)
+        """Both commands at once (two course copies): stock grades on one core, so they overlap."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(2) as pool:
+            stock_run = pool.submit(course.nbgrader, stock, "autograde", course.ASSIGNMENT, *args, *LIMITS,
+                                    check=False)
+            ours = _cli(cli_root, "autograde", course.ASSIGNMENT, "--workers", "2", *args, *LIMITS)
+            ref = stock_run.result()
         failed = {line.split()[1]: line for line in ours.stdout.splitlines() if line.startswith("FAILED")}
         assert ref.returncode == ours.returncode == 1, ref.stderr[-3000:] + ours.stdout + ours.stderr
         assert set(failed) == _stock_failed(ref), (ours.stdout, ref.stderr[-3000:])
