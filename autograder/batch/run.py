@@ -246,13 +246,7 @@ class Autograder:
         try:
             while True:
                 for worker in workers:
-                    while worker.task is None and pending:
-                        task = self._task_or_failure(pending.popleft(), importer, summary)
-                        if task is not None:
-                            task["more"] = bool(pending)  # whether to warm a runner for a next one
-                            worker.assign(task)
-                    if worker.task is None and not pending:
-                        worker.retire()
+                    self._feed(worker, pending, importer, summary)
                 busy = [w for w in workers if w.task is not None]
                 if not busy:
                     break
@@ -271,6 +265,8 @@ class Autograder:
                         if kind == "init-error":
                             raise CourseError(f"a grading worker could not start: {payload}")
                         worker.task = None
+                        # Its next submission first: the worker grades while this process imports.
+                        self._feed(worker, pending, importer, summary)
                         self._handle(payload, importer, summary)
                         continue
                     if not worker.proc.is_alive():
@@ -291,6 +287,16 @@ class Autograder:
                     worker.kill()
                 else:
                     worker.stop()
+
+    def _feed(self, worker, pending, importer, summary):
+        """Give an idle worker the next submission; retire it when there is none."""
+        while worker.task is None and pending:
+            task = self._task_or_failure(pending.popleft(), importer, summary)
+            if task is not None:
+                task["more"] = bool(pending)  # whether to warm a runner for a next one
+                worker.assign(task)
+        if worker.task is None and not pending:
+            worker.retire()
 
     # -- dask --------------------------------------------------------------------
     def _run_dask(self, todo, bundle, importer, summary):
