@@ -130,6 +130,25 @@ def test_threads_that_add_up_to_a_core_while_each_waited_are_retried():
         assert (session.retries, session.unstarved) == (1, 0)
 
 
+def test_short_lived_threads_that_each_waited_are_retried():
+    """Red team: run time came from /proc/<pid>/stat, which keeps the CPU of threads that ended, while
+    their run-queue waits went with them: threads that handed the work on to fresh ones, four at a
+    time on one CPU, looked unhindered.  Now run time and waits come from the same live threads."""
+    work = ("import hashlib, os, threading, time\nbuf = b'x' * (1 << 20)\n"
+            "def work():\n    for _ in range(10):\n        hashlib.sha256(buf).digest()\n"
+            "    threading.Thread(target=work).start()\n"
+            "def relay(x):\n    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+            "    started = time.monotonic()\n"
+            "    while time.monotonic() - started < 0.5:  # past this side's first reading\n"
+            "        hashlib.sha256(buf).digest()\n"
+            "    for _ in range(4):\n        threading.Thread(target=work).start()\n"
+            "    threading.Event().wait()")
+    with StudentSession([work], budget=Budget(call_limits={"relay": 2.0})) as session:
+        session.run_notebook()
+        assert session.call("relay", 1).status == "timeout"
+        assert (session.retries, session.unstarved) == (1, 0)
+
+
 def test_retries_that_succeed_never_use_up_the_restarts():
     """Red team: each retry spent one of max_restarts, so a correct answer on a loaded machine got 'budget'
     for every check after the ninth slow moment."""

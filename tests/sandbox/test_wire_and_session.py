@@ -144,3 +144,26 @@ def test_a_warm_up_the_student_broke_is_recorded_and_grading_goes_on():
         result = s.call("f", torch.ones(2), on_device="meta")
         assert [e["kind"] for e in s.events] == ["WarmUpFailed"]
         assert result.status in ("ok", "raised")  # the call itself ran, on a fresh runner
+
+
+def test_a_runner_that_names_itself_in_bytes_that_are_not_utf8_is_graded_and_stopped():
+    """Red team: /proc/<pid>/stat was read as UTF-8 text, so a runner that renamed itself
+    (``/proc/self/comm``) to bytes that are not UTF-8 crashed its grader, was never killed, and
+    crashed every other session that scanned /proc for its own runner's children meanwhile."""
+    from autograder.sandbox import launcher
+    from autograder.sandbox.guest import procfs
+
+    cells = ["open('/proc/self/comm', 'wb').write(b'\\xff\\xfe(')",
+             "def f(x):\n    return x", "def hang(x):\n    while True:\n        pass"]
+    with StudentSession(cells, budget=Budget(call_limits={"f": 2.0, "hang": 2.0})) as session:
+        session.run_notebook()
+        pid = session._pid
+        assert session.call("f", 3).value == 3
+        launcher.children(1)  # what any other session does while this runner lives
+        assert session.call("hang", 1).status == "timeout"
+        assert session.call("f", 4).value == 4
+        pid = session._pid
+    deadline = time.monotonic() + 5
+    while procfs.state(pid) not in ("", "Z") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert procfs.state(pid) in ("", "Z")

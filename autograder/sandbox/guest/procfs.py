@@ -9,10 +9,13 @@ from typing import Optional, Union
 
 
 def stat_fields(pid: Union[int, str]) -> Optional[list[str]]:
-    """The fields after the command name (state first), or None if the process is gone."""
+    """The fields after the command name (state first), or None if the process is gone.
+
+    Read as bytes: a process names itself (``/proc/self/comm``) with any bytes, and one that is not UTF-8
+    must not crash whoever scans /proc (every session looks for its runner's children)."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].decode("ascii", "replace").split()
     except (OSError, IndexError):
         return None
 
@@ -32,24 +35,25 @@ def cpu_seconds(pid: Union[int, str]) -> Optional[float]:
         return None
 
 
-def run_queue_waits(pid: Union[int, str]) -> Optional[dict[int, float]]:
-    """Seconds each live thread of a process has spent runnable but waiting for a CPU (field 2 of
-    ``/proc/<pid>/task/<tid>/schedstat``), by thread id; None if the process is gone or the kernel
-    keeps no such figures."""
+def thread_schedstats(pid: Union[int, str]) -> Optional[dict[int, tuple[float, float]]]:
+    """(seconds on a CPU, seconds runnable but waiting for one) of each live thread of a process, by
+    thread id (fields 1 and 2 of ``/proc/<pid>/task/<tid>/schedstat``); None if the process is gone or
+    the kernel keeps no such figures.  Threads that ended and child processes are in neither."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
-    waits = {}
+    stats = {}
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                waits[int(tid)] = int(f.read().split()[1]) / 1e9
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                ran, waited = f.read().split()[:2]
+            stats[int(tid)] = (int(ran) / 1e9, int(waited) / 1e9)
         except FileNotFoundError:
             continue  # the thread ended between the listing and the read
-        except (OSError, IndexError, ValueError):
+        except (OSError, ValueError):
             return None
-    return waits or None
+    return stats or None
 
 
 def parent(pid: Union[int, str]) -> Optional[int]:
