@@ -14,9 +14,6 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
-from ..grading import code_review, feedback, record, root_causes
-from ..grading.feedback import render_html, render_text
-from ..grading.hidden_checks import run_checks
 from .cells import grade_id, is_test_cell, nbgrader_meta, part_of, student_code_cells
 from .state import EXECUTION, Shared
 
@@ -46,6 +43,11 @@ class TrustedScoring(NbGraderPreprocessor):
         "misbehave only inside the composition (see autograder/grading/composition.py).")).tag(config=True)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
+        # The grading engine (torch, pytest) loads with the first notebook graded, not with every
+        # nbgrader command that reads nbgrader_config.py (a student's fetch or submit, feedback, export).
+        from ..grading import code_review, record
+        from ..grading.hidden_checks import run_checks
+
         state = Shared.get(resources, EXECUTION)
         if state is None:
             raise RuntimeError("TrustedScoring needs SandboxedExecute to run first (check nbgrader_config.py)")
@@ -84,6 +86,8 @@ class TrustedScoring(NbGraderPreprocessor):
 
     def _summarise(self, nb, results, parts):
         """The "先修这里" summary, as the first output of the notebook's first code cell (top of the feedback)."""
+        from ..grading import feedback, root_causes
+
         causes = root_causes.root_causes(results, parts)
         if causes:
             labels = {part_of(c): grade_id(c) or part_of(c) for c in nb.cells if is_test_cell(c)}
@@ -96,6 +100,8 @@ class TrustedScoring(NbGraderPreprocessor):
         return causes
 
     def _score_cell(self, cell, results, events):
+        from ..grading.feedback import render_html, render_text
+
         meta = nbgrader_meta(cell)
         max_points = float(meta.get("points", 0))
         part = part_of(cell)
