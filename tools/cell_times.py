@@ -1,0 +1,57 @@
+"""Wall seconds of each code cell of the source notebook, run as grading runs it.
+
+The cells run in runners forked from one warmed zygote (as `sdpa-course
+autograde` workers run them); the first run is left out (it waits for the
+zygote), the next `--repeat` are averaged.  Where a correct submission's
+runner CPU goes, cell by cell: ``python tools/cell_times.py [--top 12]``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--top", type=int, default=12, help="cells to print, slowest first")
+    args = parser.parse_args()
+
+    import nbformat
+
+    from autograder.nbgrader.cells import grade_id, without_hidden_tests
+    from autograder.nbgrader.execute import display_cells
+    from autograder.sandbox import launcher
+    from autograder.sandbox.forkserver import ForkServer
+    from autograder.sandbox.session import StudentSession
+
+    nb = nbformat.read(str(ROOT / "source" / "sdpa" / "sdpa.ipynb"), as_version=4)
+    positions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    sources = [without_hidden_tests(nb.cells[i].source) for i in positions]
+    server = ForkServer(launcher.Limits(), True, start_timeout=60) if ForkServer.usable() else None
+    if server is not None:
+        server.warm()
+    means: dict[int, float] = {}
+    try:
+        for run in range(args.repeat + 1):
+            with StudentSession(sources, display_cells=display_cells(nb, positions), runner_source=server) as s:
+                s.run_notebook()
+                if run:
+                    for pos, seconds in s.cell_seconds.items():
+                        means[pos] = means.get(pos, 0.0) + seconds / args.repeat
+    finally:
+        if server is not None:
+            server.close()
+    print(f"code cells of source/sdpa/sdpa.ipynb, mean wall seconds of {args.repeat} runs "
+          f"({'forked from a zygote' if server else 'fresh runners'}):")
+    for pos, seconds in sorted(means.items(), key=lambda item: -item[1])[:args.top]:
+        print(f"  {seconds:6.3f}  cell {pos:2d}  {grade_id(nb.cells[positions[pos]]) or '(no grade_id)'}")
+    print(f"  {sum(means.values()):6.3f}  all {len(means)} cells")
+
+
+if __name__ == "__main__":
+    main()
