@@ -1,8 +1,9 @@
 """Wall seconds of each code cell of the source notebook, run as grading runs it.
 
-The cells run in runners forked from one warmed zygote (as `sdpa-course
-autograde` workers run them); the first run is left out (it waits for the
-zygote), the next `--repeat` are averaged.  Where a correct submission's
+The reference is timed as grading times it (``calibration.measure``: its
+cells, then its hidden checks), in runners forked from one warmed zygote (as
+`sdpa-course autograde` workers run them); the first run is left out (it
+waits for the zygote), the next `--repeat` are averaged.  Where a correct submission's
 runner CPU goes, cell by cell: ``python tools/cell_times.py [--top 12]``.
 """
 from __future__ import annotations
@@ -23,35 +24,31 @@ def main() -> None:
 
     import nbformat
 
-    from autograder.nbgrader.cells import grade_id, without_hidden_tests
-    from autograder.nbgrader.execute import display_cells
+    from autograder.nbgrader.calibration import measure
     from autograder.sandbox import launcher
     from autograder.sandbox.forkserver import ForkServer
     from autograder.sandbox.session import StudentSession
 
-    nb = nbformat.read(str(ROOT / "source" / "sdpa" / "sdpa.ipynb"), as_version=4)
-    positions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    sources = [without_hidden_tests(nb.cells[i].source) for i in positions]
+    source = nbformat.read(str(ROOT / "source" / "sdpa" / "sdpa.ipynb"), as_version=4)
     server = ForkServer(launcher.Limits(), True, start_timeout=60) if ForkServer.usable() else None
     if server is not None:
         server.warm()
-    means: dict[int, float] = {}
+    means: dict[str, float] = {}
     try:
+        # The very measurement grading makes of the reference (calibration.measure), cell by cell.
         for run in range(args.repeat + 1):
-            with StudentSession(sources, display_cells=display_cells(nb, positions), runner_source=server) as s:
-                s.run_notebook()
-                if run:
-                    for pos, seconds in s.cell_seconds.items():
-                        means[pos] = means.get(pos, 0.0) + seconds / args.repeat
+            times = measure(source, lambda sources, display: StudentSession(
+                sources, display_cells=display, runner_source=server))
+            for key, seconds in times.cells.items() if run else ():
+                means[key] = means.get(key, 0.0) + seconds / args.repeat
     finally:
         if server is not None:
             server.close()
     print(f"code cells of source/sdpa/sdpa.ipynb, mean wall seconds of {args.repeat} runs "
           f"({'forked from a zygote' if server else 'fresh runners'}):")
-    for pos, seconds in sorted(means.items(), key=lambda item: -item[1])[:args.top]:
-        print(f"  {seconds:6.3f}  cell {pos:2d}  {grade_id(nb.cells[positions[pos]]) or '(no grade_id)'}")
+    for key, seconds in sorted(means.items(), key=lambda item: -item[1])[:args.top]:
+        print(f"  {seconds:6.3f}  {key}")
     print(f"  {sum(means.values()):6.3f}  all {len(means)} cells")
-
 
 if __name__ == "__main__":
     main()
