@@ -65,7 +65,8 @@ class _Stages:
 
 def _instrument(stages, zygote):
     """Wrap the pipeline's stages; returns the fork server when runners come from a zygote."""
-    from autograder.nbgrader import execute, trusted_scoring
+    from autograder.grading import hidden_checks
+    from autograder.nbgrader import execute
     from autograder.sandbox import session
 
     original_request = session.StudentSession._request
@@ -95,7 +96,7 @@ def _instrument(stages, zygote):
     session.StudentSession._request = request
     session.StudentSession._kill = kill
     stages.wrap(session.StudentSession, "_spawn", SPAWN)
-    stages.wrap(trusted_scoring, "run_checks", "hidden checks (pytest), total", mark="checks", cpu="checks")
+    stages.wrap(hidden_checks, "run_checks", "hidden checks (pytest), total", mark="checks", cpu="checks")
     stages.wrap(execute.SandboxedExecute, "preprocess", "SandboxedExecute, total")
     gc_time = {"t": 0.0, "s": 0.0}
 

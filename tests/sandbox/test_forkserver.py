@@ -78,6 +78,14 @@ def test_a_forked_runner_looks_like_a_fresh_one(server):
     assert len({tuple(randoms_a), tuple(randoms_b), tuple(randoms_fresh)}) == 3
 
 
+def test_a_forked_runner_starts_with_the_warm_up_out_of_the_collectors_sight(server):
+    """gc.freeze in the zygote: a runner's first full collection skips torch's and matplotlib's objects."""
+    with StudentSession([FIRST_CELL, "import gc\nfrozen = gc.get_freeze_count()"], runner_source=server) as s:
+        s.run_notebook()
+        assert isinstance(s.proc, forkserver.ForkedRunner)
+        assert s.get("frozen") > 100_000
+
+
 def test_nothing_of_one_student_reaches_the_next(server):
     traces = next(s for s in catalogue.ATTACKS if s.name == "attack-leave-traces").append[0]
     with StudentSession([FIRST_CELL, traces, "import os\nos.environ['LEFT'] = '1'\nplanted = 1"],
