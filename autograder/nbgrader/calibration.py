@@ -12,6 +12,11 @@ not on the student's code.
 
 Measured times never appear in a notebook: feedback states the rule
 (``Budget.cell_rule``), so stock and parallel grading write the same notebook.
+
+The same run also keeps the outputs of the provided cells before the first
+answer (`known_outputs`): a submission whose code starts with exactly those
+cells runs them without drawing their figures, and shows the reference's
+outputs when what it printed is the reference's text.
 """
 from __future__ import annotations
 
@@ -37,6 +42,9 @@ class ReferenceTimes:
     cells: dict[str, float]  # `cell_key` -> seconds of that cell's run
     calls: dict[str, float]  # function -> seconds of its longest call in the hidden checks
     seconds: float = 0.0  # how long measuring took (runner start included)
+    # (source, outputs) of each code cell before the first answer, in order: no student code runs
+    # before them, so a submission that starts with the same sources computes the same outputs
+    prefix: tuple[tuple[str, list], ...] = ()
 
 
 class CalibrationError(Exception):
@@ -58,7 +66,7 @@ def measure(source: NotebookNode, open_session: Callable[[list[str], list[int]],
     positions = [i for i, c in enumerate(source.cells) if c.cell_type == "code"]
     sources = [without_hidden_tests(source.cells[i].source) for i in positions]
     with open_session(sources, display_cells(source, positions)) as session:
-        session.run_notebook()
+        outputs = session.run_notebook()
         if session.events or session.retries:
             raise CalibrationError(f"the reference solution hit a limit or crashed: {session.events[:3]}")
         parts = [p for p in (part_of(c) for c in source.cells if is_test_cell(c)) if p]
@@ -68,7 +76,25 @@ def measure(source: NotebookNode, open_session: Callable[[list[str], list[int]],
         if failed or session.events:
             raise CalibrationError(f"the reference solution fails hidden checks: {failed[:5]} {session.events[:3]}")
         cells = {cell_key(source.cells[positions[pos]]): seconds for pos, seconds in session.cell_seconds.items()}
-        return ReferenceTimes(cells, dict(session.call_seconds), round(time.monotonic() - started, 3))
+        prefix = tuple((sources[pos], outputs[pos]) for pos in range(_first_answer(source, positions)))
+        return ReferenceTimes(cells, dict(session.call_seconds), round(time.monotonic() - started, 3), prefix)
+
+
+def _first_answer(nb: NotebookNode, positions: list[int]) -> int:
+    """How many code cells come before the first answer cell (all of them if there is none)."""
+    return next((pos for pos, index in enumerate(positions) if is_answer_cell(nb.cells[index])), len(positions))
+
+
+def known_outputs(reference: ReferenceTimes, nb: NotebookNode, positions: list[int],
+                  sources: list[str]) -> dict[int, list]:
+    """{position: the reference's outputs} for a submission whose code cells before its first answer are
+    exactly the reference's (same sources, same order, none added); {} otherwise."""
+    count = _first_answer(nb, positions)
+    if not reference.prefix or count != len(reference.prefix):
+        return {}
+    if any(sources[pos] != known for pos, (known, _) in enumerate(reference.prefix)):
+        return {}
+    return {pos: outputs for pos, (_, outputs) in enumerate(reference.prefix)}
 
 
 def limits(reference: ReferenceTimes, nb: NotebookNode, positions: list[int], display: set[int],

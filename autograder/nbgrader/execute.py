@@ -42,6 +42,11 @@ class SandboxedExecute(NbGraderPreprocessor):
         "Fewest seconds a cell's derived limit gets. Higher than `time_floor`: a correct answer cell may also "
         "try its function out (a loop of examples, %timeit), and a cell that runs out loses every function it "
         "defines.")).tag(config=True)
+    reuse_reference_outputs = Bool(True, help=(
+        "When a submission's code cells before its first answer are exactly the source notebook's, run them "
+        "without drawing their figures and show the outputs the reference run showed, provided the text they "
+        "printed is the reference's (they run before any student code, so they compute the same). Needs "
+        "`limits_from_reference`: the reference run that times the cells also records them.")).tag(config=True)
     total_seconds = Float(240.0, help="Time budget of one submission (cells and checks).").tag(config=True)
     memory_mb = Integer(6144, help="Address-space limit of the runner, MiB.").tag(config=True)
     require_isolation = Bool(False, help="Refuse to grade where no sandbox is available.").tag(config=True)
@@ -55,31 +60,30 @@ class SandboxedExecute(NbGraderPreprocessor):
                       call_timeout=self.call_timeout, total_seconds=self.total_seconds,
                       multiple=self.time_multiple, floor=self.time_floor, cell_floor=self.cell_time_floor)
 
-    def notebook_budget(self, nb: nbformat.NotebookNode, positions: list[int], display: list[int],
-                        resources: dict) -> Budget:
-        """This notebook's limits: derived from the reference's times where they are known."""
-        base = self.budget()
+    def reference(self, resources: dict) -> calibration.ReferenceTimes | None:
+        """This process's run of the source notebook (made on first use); None if limits stay fixed."""
         if not self.limits_from_reference:
-            return base
+            return None
         try:
             source = course_notebook(self, resources, "source_directory")
         except FileNotFoundError as exc:  # RestoreNotebookStructure refuses to grade without it anyway
             self.log.warning("time limits stay fixed: %s", str(exc))  # not exc: its traceback pins resources
-            return base
+            return None
         runners = Shared.get(resources, RUNNER_SOURCE)
-        reference = calibration.reference_times(source, lambda cells, shown: StudentSession(
-            cells, display_cells=shown, budget=base, limits=self.limits(), require_isolation=self.require_isolation,
-            runner_source=runners))
-        if reference is None:
-            return base
-        return calibration.limits(reference, nb, positions, set(display), base)
+        return calibration.reference_times(source, lambda cells, shown: StudentSession(
+            cells, display_cells=shown, budget=self.budget(), limits=self.limits(),
+            require_isolation=self.require_isolation, runner_source=runners))
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         positions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
         sources = [without_hidden_tests(nb.cells[i].source) for i in positions]
         display = display_cells(nb, positions)
-        session = StudentSession(sources, display_cells=display,
-                                 budget=self.notebook_budget(nb, positions, display, resources),
+        reference, budget, known = self.reference(resources), self.budget(), {}
+        if reference is not None:
+            budget = calibration.limits(reference, nb, positions, set(display), budget)
+            if self.reuse_reference_outputs:
+                known = calibration.known_outputs(reference, nb, positions, sources)
+        session = StudentSession(sources, display_cells=display, budget=budget, known_outputs=known,
                                  limits=self.limits(), require_isolation=self.require_isolation,
                                  runner_source=Shared.get(resources, RUNNER_SOURCE))
         state = ExecutionState(session, positions)

@@ -47,6 +47,24 @@ def _well_formed(output, count):
     return None
 
 
+def text_form(outputs: object) -> list[tuple]:
+    """What a cell printed and showed, figures reduced to their text/plain: equal for a run that
+    rendered figures and one that did not (``"figures": false``) when both computed the same."""
+    form = []
+    for raw in outputs if isinstance(outputs, list) else []:
+        output = _well_formed(raw, None)
+        if output is None:
+            continue
+        kind = output["output_type"]
+        if kind == "stream":
+            form.append((kind, output["name"], output["text"]))
+        elif kind == "error":
+            form.append((kind, output["ename"], output["evalue"]))
+        else:
+            form.append((kind, output["data"].get("text/plain")))
+    return form
+
+
 class OutputBudget:
     """Sanitises and caps each cell's outputs against the notebook's running total."""
 

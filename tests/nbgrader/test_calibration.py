@@ -69,6 +69,42 @@ def test_the_reference_solution_is_timed_cell_by_cell_and_call_by_call():
     assert {"attention_scores", "softmax", "scaled_dot_product_attention"} <= reference.calls.keys()
     # A fresh runner makes its first meta-device op before "ready": no call carries that second.
     assert max(reference.calls.values()) < 0.5, reference.calls
+    # The provided cells before the first answer, with their outputs: the why-scale experiment's table and figure.
+    assert [source for source, _ in reference.prefix] == [
+        c.source for c in source.cells[:next(i for i, c in enumerate(source.cells)
+                                               if c.metadata.get("nbgrader", {}).get("solution"))]
+        if c.cell_type == "code"]
+    [(_, why_scale)] = [(s, o) for s, o in reference.prefix if "sqrt(d_k)" in s]
+    assert [o["output_type"] for o in why_scale] == ["stream", "display_data"]
+    assert "image/png" in why_scale[1]["data"]
+
+
+def test_the_reference_outputs_are_offered_only_to_a_submission_that_starts_with_the_same_code():
+    nb = _notebook()
+    reference = ReferenceTimes(cells={}, calls={}, prefix=(("import torch", ["shown"]),))
+    sources = [c.source for c in nb.cells]
+    assert calibration.known_outputs(reference, nb, list(range(5)), sources) == {0: ["shown"]}
+    assert calibration.known_outputs(reference, nb, list(range(5)), ["import torch as t"] + sources[1:]) == {}
+    nb.cells.insert(0, _cell("print('mine')"))  # a cell the student added before the first answer
+    assert calibration.known_outputs(reference, nb, list(range(6)), ["print('mine')"] + sources) == {}
+
+
+PLOT = "fig, ax = plt.subplots()\nax.plot([1, 2])\nprint('table', {value})\nplt.show()"
+
+
+def test_a_known_cell_shows_the_reference_outputs_only_when_its_text_is_the_reference_text():
+    cells = ["import torch\nimport matplotlib.pyplot as plt", PLOT.format(value=1), PLOT.format(value=2)]
+    with StudentSession(cells) as session:
+        drawn = session.run_notebook()[1]
+    assert [o["output_type"] for o in drawn] == ["stream", "display_data"] and "image/png" in drawn[1]["data"]
+    reference = [drawn[0], dict(drawn[1], data=dict(drawn[1]["data"], **{"image/png": "THE REFERENCE'S"}))]
+    with StudentSession(cells, known_outputs={1: reference, 2: reference}) as session:
+        outputs = session.run_notebook()
+    assert session.reused == 1
+    assert outputs[1] == reference  # the same text: the reference's figure
+    # Other text (not the reference's computation): the cell's own outputs, its figure not drawn.
+    assert outputs[2][0]["text"] == "table 2\n" and [o["output_type"] for o in outputs[2]] == ["stream", "display_data"]
+    assert outputs[2][1]["data"] == {"text/plain": drawn[1]["data"]["text/plain"]}
 
 
 def _slow_once(seconds, until):

@@ -132,7 +132,8 @@ class Runner:
 
     # -- operations --------------------------------------------------------
     def op_exec(self, msg: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
-        """Run a cell; "quiet" (a replay whose outputs nobody reads) renders no figure."""
+        """Run a cell; "quiet" (a replay whose outputs nobody reads) renders no figure and returns no
+        outputs, "figures": false returns the text outputs only (the grader has the figures already)."""
         import warnings
 
         self.outputs = []
@@ -140,7 +141,7 @@ class Runner:
         sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
         formatter = self.shell.display_formatter
         shown = list(formatter.active_types)
-        if msg.get("quiet"):
+        if msg.get("quiet") or msg.get("figures") is False:
             formatter.active_types = ["text/plain"]
         try:
             with warnings.catch_warnings():
