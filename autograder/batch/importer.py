@@ -1,11 +1,14 @@
 """The gradebook's single writer: results from the workers into the real course.
 
 It repeats, in the course's gradebook, the writes the converter made in the
-worker's private one (student, submission with its timestamp, then
-nbgrader's own `SaveAutoGrades` and `AssignLatePenalties` on the autograded
-notebook), checks every auto score against the worker's, and only then
-publishes ``autograded/<student>/<assignment>/`` by a rename from staging.
-So a student is in ``autograded/`` only once their grades are committed.
+worker's private one: the student and the submission with its timestamp
+(as ``Autograde.init_assignment`` makes them), then the values nbgrader's
+own steps (`SaveAutoGrades`, `AssignLatePenalties`, the zeroing of
+notebooks not submitted) left in the worker's copy of this gradebook
+(`autograde_entries`), in one transaction.  It checks every auto score
+against the worker's, and only then publishes
+``autograded/<student>/<assignment>/`` by a rename from staging.  So a
+student is in ``autograded/`` only once their grades are committed.
 
 A submission the converter failed on gets what stock ``nbgrader autograde``
 leaves for it: the entries its steps wrote before the failure (the worker
@@ -39,14 +42,11 @@ class Importer:
 
     def __init__(self, app: AutogradeApp, assignment: str) -> None:
         from nbgrader.converters import Autograde
-        from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
 
         self.app, self.assignment = app, assignment
         self.create_student = Autograde(coursedir=app.coursedir, parent=app).create_student
         self.coursedir = app.coursedir
         self.staging = os.path.join(step_dir(self.coursedir, self.coursedir.autograded_directory, ".", "."), STAGING)
-        self.save_grades = SaveAutoGrades(parent=app)
-        self.late_penalties = AssignLatePenalties(parent=app)
 
     def clean_staging(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
@@ -76,37 +76,19 @@ class Importer:
             gb.update_or_create_submission(assignment, student)
 
     def _save(self, result):
-        from nbgrader.api import Gradebook, MissingEntry
+        from nbgrader.api import Gradebook
 
         student, coursedir, assignment = result["student"], self.coursedir, self.assignment
+        written = result.get("written") or {}
+        if not written.get("submission"):
+            raise ImportMismatch("the worker sent no gradebook entries for a submission it graded")
         os.makedirs(self.staging, exist_ok=True)
         stage = os.path.join(self.staging, f"{uuid.uuid4().hex[:12]}")
         write_tree(stage, result["files"])
-        db_url = coursedir.db_url
-        # What Autograde.init_assignment writes...
-        with Gradebook(db_url, coursedir.course_id) as gb:
+        with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
             self._submission_rows(gb, student)
-        # ...then what its SaveAutoGrades and AssignLatePenalties steps write, by those very steps.
-        import nbformat
-
-        for name in result["notebooks"]:
-            nb = nbformat.read(os.path.join(stage, f"{name}.ipynb"), as_version=4)
-            resources = {"nbgrader": {"student": student, "assignment": assignment, "notebook": name,
-                                      "db_url": db_url}}
-            self.save_grades.preprocess(nb, resources)
-            self.late_penalties.preprocess(nb, resources)
-        with Gradebook(db_url, coursedir.course_id) as gb:
-            # Autograde zeroes notebooks of the assignment that were not submitted.
-            for notebook in gb.find_assignment(assignment).notebooks:
-                if notebook.name not in result["notebooks"]:
-                    try:
-                        sub = gb.find_submission_notebook(notebook.name, assignment, student)
-                    except MissingEntry:
-                        continue
-                    for grade in sub.grades:
-                        grade.auto_score = 0
-                        grade.needs_manual_grade = False
-                    gb.db.commit()
+            self._apply(gb, student, written["values"])
+            gb.db.commit()
             for name, expected in result["grades"].items():
                 sub = gb.find_submission_notebook(name, assignment, student)
                 got = {g.name: g.auto_score for g in sub.grades}
@@ -159,19 +141,27 @@ class Importer:
     def _save_written(self, student, written):
         from nbgrader.api import Gradebook
 
-        assignment = self.assignment
         with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
             if written["student"]:
                 self._submission_rows(gb, student, submission=written["submission"])
-            for (kind, notebook, cell, column), value in written["values"].items():
-                if kind == "notebook":
-                    row = gb.find_submission_notebook(notebook, assignment, student)
-                elif kind == "grade":
-                    row = gb.find_grade(cell, notebook, assignment, student)
-                else:
-                    row = gb.find_comment(cell, notebook, assignment, student)
-                setattr(row, column, value)
+            self._apply(gb, student, written["values"])
             gb.db.commit()
+
+    def _apply(self, gb, student, values):
+        """Set `values` ({(kind, notebook, cell, column): value}, `autograde_entries`) on this student's rows;
+        each notebook's rows are read once.  Only the columns `nbgrader autograde` writes."""
+        rows = {}
+        for (kind, notebook, cell, column), value in values.items():
+            if column not in AUTOGRADE_COLUMNS.get(kind, ()):
+                raise ImportMismatch(f"the worker sent a value for {kind} column {column!r}")
+            if notebook not in rows:
+                nb = gb.find_submission_notebook(notebook, self.assignment, student)
+                rows[notebook] = {("notebook", ""): nb, **{("grade", g.name): g for g in nb.grades},
+                                  **{("comment", c.name): c for c in nb.comments}}
+            row = rows[notebook].get((kind, cell))
+            if row is None:
+                raise ImportMismatch(f"the course's gradebook has no {kind} {cell!r} in {notebook}")
+            setattr(row, column, value)
 
 
 # The columns of a submission that `nbgrader autograde` writes (the rest belong to manual grading).

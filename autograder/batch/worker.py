@@ -181,6 +181,8 @@ class Grader:
             result["files"] = read_tree(autograded)
             result["notebooks"] = [os.path.splitext(os.path.basename(n))[0] for n in graded]
             result["grades"] = self._private_grades(student, result["notebooks"])
+            # What nbgrader's steps left in this gradebook: the importer copies it into the course's.
+            result["written"] = autograde_entries(self.db_url, coursedir.course_id, self.assignment, student)
             result["ok"] = True
         except Exception as exc:  # noqa: BLE001 - one submission's failure is data, not a crash
             result["failure"] = explain_failure(converter, exc, task["files"], self.capture.lines)
