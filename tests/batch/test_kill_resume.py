@@ -32,21 +32,19 @@ STUDENTS = ("correct-reference", "bug-mask-inverted", "correct-noisy", "bug-scal
 
 # Loaded by the `sdpa-course` process at start-up (sitecustomize): the parent -- the gradebook's only
 # writer, not its forked workers, which write private gradebooks -- stops for good in the middle of
-# importing a student, after three of their grades are committed, and says so in a marker file.
+# importing a student, their grades written to the database but not committed, and says so in a marker file.
 PAUSE_IN_WRITE = """
 import os, time
 _parent, _mark = os.getpid(), os.environ["SDPA_TEST_PAUSE_MARK"]
-from nbgrader.preprocessors import saveautogrades
-_add = saveautogrades.SaveAutoGrades._add_score
-_calls = []
-def _add_then_pause(self, cell, resources):
-    _add(self, cell, resources)
-    if os.getpid() == _parent:
-        _calls.append(1)
-        if len(_calls) == 3 and not os.path.exists(_mark):
-            open(_mark, "w").close()
-            time.sleep(3600)
-saveautogrades.SaveAutoGrades._add_score = _add_then_pause
+from autograder.batch import importer
+_apply = importer.Importer._apply
+def _apply_then_pause(self, gb, student, values):
+    _apply(self, gb, student, values)
+    gb.db.flush()
+    if os.getpid() == _parent and not os.path.exists(_mark):
+        open(_mark, "w").close()
+        time.sleep(3600)
+importer.Importer._apply = _apply_then_pause
 """
 
 
@@ -135,8 +133,11 @@ def test_sigkill_of_the_whole_run_at_several_points_then_resume(released, tmp_pa
     assert mark.exists(), "the run never reached a gradebook write"
     assert _kill_group(proc, scratch) == []
     now = _saved_equal_clean(root, clean, "killed during a write")
-    half_written = [s for s in now if s not in _graded(root) and now[s] != clean[s]]
-    assert half_written, now  # the kill did land between two commits of one student's grades
+    paused = [s for s in now if s not in _graded(root) and now[s] != clean[s]]
+    assert paused, now  # the kill did land inside one student's import...
+    # ...which is one transaction: none of their grades is committed (the submission's rows are, as
+    # nbgrader's own `update_or_create_submission` commits them, and as stock leaves them on a failure).
+    assert all(auto is None for s in paused for auto, _ in now[s].values()), now
 
     # 2. At random moments of a run (seeded; the seed is in the failure message).
     seed = random.randrange(2**32)
