@@ -12,29 +12,42 @@ import shutil
 import signal
 import tempfile
 import time
-from typing import TYPE_CHECKING, Union
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Optional, Union
 
+from ..sandbox import launcher
 from .coursedir import CourseError
 from .failures import reason_of
-from .worker import Grader, die_with_parent
+from .worker import Grader, die_with_parent, runner_settings, uses_sandboxed_execute
 
 if TYPE_CHECKING:
     from multiprocessing.context import ForkContext, SpawnContext
 
+    from ..sandbox.forkserver import ForkServer
 
-def _fork_main(conn, bundle, prewarm, parent_pid, tmp):
-    """Body of a local worker process (multiprocessing)."""
+
+def _fork_main(conn, bundle, prewarm, parent_pid, tmp, early=None, others=()):
+    """Body of a local worker process (multiprocessing).
+
+    `early`: the fork server whose zygote the parent started for this worker
+    (`start_zygotes`); `others`: the ones it started for the workers forked
+    after this one, whose ends this process lets go of at once.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
     die_with_parent()
     if os.getppid() != parent_pid:
         os._exit(1)
+    for other in others:
+        other.release()
+    if early is not None:
+        early.adopt()
     # Everything this worker creates (its course copy, runner and zygote dirs) goes
     # under `tmp`, which the parent removes even when it had to kill the worker.
     tempfile.tempdir = tmp
     grader = None
     try:
         try:
-            grader = Grader(bundle, prewarm=prewarm)
+            grader = Grader(bundle, prewarm=prewarm, pool=early)
         except Exception as exc:  # noqa: BLE001
             conn.send(("init-error", exc.args[0] if isinstance(exc, CourseError) else reason_of(exc)))
             return
@@ -81,16 +94,46 @@ def remove_stale_worker_dirs() -> None:
             continue
 
 
+def worker_dir() -> str:
+    """A new directory for one worker's temporary files (see `remove_stale_worker_dirs`)."""
+    return tempfile.mkdtemp(prefix=f"{WORKER_TMP_PREFIX}{os.getpid()}-")
+
+
+def start_zygotes(count: int, app) -> list[tuple[str, ForkServer]]:
+    """Start `count` workers' zygotes now, each in its worker's directory: they warm up (imports, seconds
+    of CPU) while this process still imports what the workers inherit, on a core that would idle.
+
+    [] where workers would not use them: no fork server here (no bubblewrap) or no SandboxedExecute.
+    """
+    from ..sandbox.forkserver import ForkServer
+
+    if count < 1 or not ForkServer.usable() or not uses_sandboxed_execute(app):
+        return []
+    early = []
+    for _ in range(count):
+        tmp = worker_dir()
+        server = ForkServer(**runner_settings(app), directory=tmp)
+        server.warm()
+        early.append((tmp, server))
+    return early
+
+
 class LocalWorker:
     """One forked grading process and the task it holds."""
 
-    def __init__(self, ctx: Union[ForkContext, SpawnContext], bundle: dict, prewarm: bool) -> None:
+    def __init__(self, ctx: Union[ForkContext, SpawnContext], bundle: dict, prewarm: bool,
+                 early: Optional[tuple[str, ForkServer]] = None, others: Sequence[ForkServer] = ()) -> None:
+        """`early`: (its directory, the fork server whose zygote was started for it, `start_zygotes`);
+        `others`: the fork servers started for workers not forked yet."""
         self.conn, child = ctx.Pipe()
-        self.tmp = tempfile.mkdtemp(prefix=f"{WORKER_TMP_PREFIX}{os.getpid()}-")
-        self.proc = ctx.Process(target=_fork_main, args=(child, bundle, prewarm, os.getpid(), self.tmp),
+        self.tmp, server = early if early is not None else (worker_dir(), None)
+        self.proc = ctx.Process(target=_fork_main, args=(child, bundle, prewarm, os.getpid(), self.tmp,
+                                                         server, tuple(others)),
                                 name="sdpa-grader", daemon=True)
         self.proc.start()
         child.close()
+        # The worker owns the zygote now; this process keeps only its bwrap process, to kill and reap it.
+        self.zygote_proc = server.release() if server is not None else None
         self.task, self.since, self.retired = None, None, False
 
     def assign(self, task: dict) -> None:
@@ -116,6 +159,10 @@ class LocalWorker:
             self.proc.kill()
         self.proc.join(5)
         self.conn.close()
-        # Its sandboxes die with it (bwrap --die-with-parent); what they wrote goes now.
+        # Its sandboxes die with it (bwrap --die-with-parent), except the zygote started here, which
+        # this process ends and reaps (the worker has stopped it already, unless it was killed).
+        if self.zygote_proc is not None:
+            launcher.kill_tree(self.zygote_proc)
+            self.zygote_proc = None
         shutil.rmtree(self.tmp, ignore_errors=True)
 

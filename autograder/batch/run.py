@@ -7,7 +7,8 @@ only *where* it runs differs.
 * Workers: ``--workers`` processes forked from this one (``local_workers.py``)
   or a dask cluster (``dask_cluster.py``), each grading in a private course
   directory made from a bundle (``bundle.py``), with runners forked from a
-  warmed zygote (``autograder/sandbox/forkserver.py``).
+  warmed zygote (``autograder/sandbox/forkserver.py``).  Local workers'
+  zygotes start first, and warm up while this process imports.
 * Single writer: only this process writes the course's gradebook, one
   result at a time (``importer.py``); SQLite sees one writer.
 * Resume: a student appears in ``autograded/`` only after their grades are
@@ -31,6 +32,7 @@ from __future__ import annotations
 import collections
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -40,12 +42,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, TextIO, Union
 
+from ..sandbox.launcher import kill_tree
 from .bundle import make_bundle, read_tree
 from .coursedir import ASSIGNMENT, CourseError, check_course, find_submissions, load_app, needs_grading, step_dir
 from .dask_cluster import DEFAULT_TIMEOUT, grade_on_dask_worker, probe_scheduler
 from .failures import Failure, exit_text, failure_result, reason_of
 from .importer import Importer
-from .local_workers import LocalWorker, remove_stale_worker_dirs
+from .local_workers import LocalWorker, remove_stale_worker_dirs, start_zygotes
 from .worker import warm_parent
 
 LOCK = ".sdpa-course.lock"
@@ -161,6 +164,26 @@ class Autograder:
             probe_scheduler(self.dask)
         todo, skipped = self.plan()
         summary.total, summary.skipped = len(todo) + len(skipped), skipped
+        # Zygotes for the local workers, started before the imports and the bundle (seconds of one core).
+        early = self._start_zygotes(len(todo)) if todo else []
+        try:
+            self._run(todo, skipped, summary, early)
+        finally:
+            for tmp, server in early:  # those no worker took
+                proc = server.release()
+                if proc is not None:
+                    kill_tree(proc)
+                shutil.rmtree(tmp, ignore_errors=True)
+        summary.wall = time.perf_counter() - started
+        return summary
+
+    def _start_zygotes(self, tasks):
+        """Zygotes for the workers `_run_local` will fork (only with the fork start method)."""
+        if self.dask or not self.prewarm or threading.active_count() != 1:
+            return []
+        return start_zygotes(min(self.workers, tasks), self.app)
+
+    def _run(self, todo, skipped, summary, early):
         importer = Importer(self.app, self.assignment)
         lock = os.path.join(os.path.dirname(importer.staging), LOCK)
         with _Lock(lock):
@@ -178,15 +201,13 @@ class Autograder:
                     if self.dask:
                         self._run_dask(todo, bundle, importer, summary)
                     else:
-                        self._run_local(todo, bundle, importer, summary)
+                        self._run_local(todo, bundle, importer, summary, early)
                 except KeyboardInterrupt:
                     summary.interrupted = True
                 finally:
                     if threading.current_thread() is threading.main_thread():
                         signal.signal(signal.SIGTERM, previous)
             importer.clean_staging()
-        summary.wall = time.perf_counter() - started
-        return summary
 
     # -- results ---------------------------------------------------------------
     def _handle(self, result, importer, summary):
@@ -228,21 +249,27 @@ class Autograder:
             return None
 
     # -- local processes -----------------------------------------------------
-    def _run_local(self, todo, bundle, importer, summary):
+    def _run_local(self, todo, bundle, importer, summary, early):
+        """`early`: (directory, fork server) per worker from `_start_zygotes`; each one a worker takes is
+        removed from the list (the rest are the caller's to stop)."""
         from multiprocessing.connection import wait
 
         if threading.active_count() == 1:
             warm_parent()
             ctx = multiprocessing.get_context("fork")
-        else:  # forking a threaded process is unsafe
+        else:  # forking a threaded process is unsafe (and a fork server cannot go to a spawned worker)
             ctx = multiprocessing.get_context("spawn")
+            early = []
         remove_stale_worker_dirs()
         count = min(self.workers, len(todo))
         summary.workers = count
         self.say(f"grading {len(todo)} submission{'s' * (len(todo) != 1)} with {count} worker"
                  f"{'s' * (count != 1)}")
         pending = collections.deque(todo)
-        workers = [LocalWorker(ctx, bundle, self.prewarm) for _ in range(count)]
+        workers = []
+        for _ in range(count):
+            mine = early.pop(0) if early else None
+            workers.append(LocalWorker(ctx, bundle, self.prewarm, mine, [server for _, server in early]))
         try:
             while True:
                 for worker in workers:

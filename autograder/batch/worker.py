@@ -90,7 +90,7 @@ class _LogCapture(logging.Handler):
 class Grader:
     """Grades submissions one at a time with the stock converter, in a private course directory."""
 
-    def __init__(self, bundle: dict, prewarm: bool = True) -> None:
+    def __init__(self, bundle: dict, prewarm: bool = True, pool: object = None) -> None:
         import torch
 
         # The hidden checks' tensors are tiny, and the workers and their runners already fill every
@@ -112,28 +112,18 @@ class Grader:
         logging.getLogger().addHandler(self.capture)
         logging.captureWarnings(True)
         self.converter_class = autograde_class()
-        self.pool = None
-        if prewarm and self._uses_sandboxed_execute():
+        self.pool = pool  # a fork server whose zygote the parent started for this worker, or None
+        if pool is None and prewarm and uses_sandboxed_execute(self.app):
             self._start_pool()
         self.graded = 0
 
-    def _uses_sandboxed_execute(self):
-        from nbgrader.converters import Autograde
-
-        from ..nbgrader import SandboxedExecute
-
-        return SandboxedExecute in Autograde(coursedir=self.app.coursedir, parent=self.app).autograde_preprocessors
-
     def _start_pool(self):
         """Runners forked from a warmed zygote (under bubblewrap), else pre-started ones."""
-        from ..nbgrader import SandboxedExecute
         from ..sandbox.forkserver import ForkServer
         from ..sandbox.pool import RunnerPool
-        from ..sandbox.session import Budget
 
-        settings = SandboxedExecute(parent=self.app)
         source = ForkServer if ForkServer.usable() else RunnerPool
-        self.pool = source(settings.limits(), settings.require_isolation, start_timeout=Budget().start_timeout)
+        self.pool = source(**runner_settings(self.app))
         self.pool.warm()
 
     def close(self) -> None:
@@ -216,6 +206,25 @@ class Grader:
                 out[name] = {g.name: g.auto_score for g in sub.grades}
         return out
 
+
+
+def uses_sandboxed_execute(app) -> bool:
+    """Whether this course's `nbgrader autograde` runs SandboxedExecute (so runners are worth warming)."""
+    from nbgrader.converters import Autograde
+
+    from ..nbgrader import SandboxedExecute
+
+    return SandboxedExecute in Autograde(coursedir=app.coursedir, parent=app).autograde_preprocessors
+
+
+def runner_settings(app) -> dict:
+    """The limits and isolation the course's sessions ask their runner source for (``nbgrader_config.py``)."""
+    from ..nbgrader import SandboxedExecute
+    from ..sandbox.session import Budget
+
+    settings = SandboxedExecute(parent=app)
+    return {"limits": settings.limits(), "require_isolation": settings.require_isolation,
+            "start_timeout": Budget().start_timeout}
 
 
 def warm_parent() -> None:

@@ -55,7 +55,8 @@ class _Zygote:
 
     def __init__(self, server: ForkServer, limits: launcher.Limits, require_isolation: bool) -> None:
         self.server = server
-        self.top = tempfile.mkdtemp(prefix="sdpa-zygote-")
+        self.adopted = False  # started by this process's parent, which alone can reap it (`ForkServer.adopt`)
+        self.top = tempfile.mkdtemp(prefix="sdpa-zygote-", dir=server.directory)
         scratch = os.path.join(self.top, "scratch")
         os.mkdir(scratch)
         self.log = open(os.path.join(self.top, "zygote.log"), "wb")
@@ -151,7 +152,7 @@ class _Zygote:
 
     def discard(self) -> None:
         if self.proc is not None:
-            launcher.kill_tree(self.proc)
+            launcher.kill_tree(self.proc, foreign=self.adopted)
             self.proc = None
         self.control.close()
         self.log.close()
@@ -188,7 +189,8 @@ class ForkServer:
     """A `runners.RunnerSource` that forks runners from a warmed zygote; see the module docstring."""
 
     def __init__(self, limits: Optional[launcher.Limits] = None, require_isolation: bool = False,
-                 start_timeout: float = 60.0, reply_timeout: float = 5.0) -> None:
+                 start_timeout: float = 60.0, reply_timeout: float = 5.0, directory: Optional[str] = None) -> None:
+        self.directory = directory  # where each zygote's own directory goes (tempfile's default if None)
         self.limits = limits or launcher.Limits()
         self.require_isolation = require_isolation
         self.start_timeout = start_timeout
@@ -213,6 +215,28 @@ class ForkServer:
             except Exception as exc:  # noqa: BLE001 - sessions then start their own runners
                 log.warning("could not start a zygote: %s", exc)
                 self._zygote = None
+
+    def release(self) -> Optional[subprocess.Popen]:
+        """Let go of the zygote without stopping it: another process owns it now.
+
+        `sdpa-course` starts each worker's zygote before it forks the worker (the
+        zygote warms up while the parent still imports), then releases it: its
+        ends of the control socket and log close here, so that the zygote sees
+        EOF when its worker goes.  Returns the zygote's process, which only
+        this process, its parent, can reap or kill (`launcher.kill_tree`).
+        """
+        zygote, self._zygote = self._zygote, None
+        if zygote is None:
+            return None
+        zygote.control.close()
+        zygote.log.close()
+        return zygote.proc
+
+    def adopt(self) -> None:
+        """This process was forked from the one that started the zygote, and now owns it: it cannot poll
+        the zygote's process (not its child), so `discard` kills it by its pid (``kill_tree(foreign=True)``)."""
+        if self._zygote is not None:
+            self._zygote.adopted = True
 
     def _discard(self, reason):
         if self._zygote is not None:

@@ -289,13 +289,17 @@ def sandboxed_popen(argv: list[str], *, scratch: os.PathLike, readonly: Sequence
                             **popen_kwargs)
 
 
-def kill_tree(proc: subprocess.Popen, timeout: float = 5.0) -> None:
+def kill_tree(proc: subprocess.Popen, timeout: float = 5.0, foreign: bool = False) -> None:
     """SIGKILL the sandbox and everything in it, and wait until it is gone.
 
     Killing the pid namespace's init (bwrap's child) makes the kernel kill
     every process inside; the process group covers the fallback mode.
+    `foreign`: `proc` was started by this process's parent (a worker's zygote,
+    ``ForkServer.release``), so it cannot be polled here; its pid stays its
+    own (alive or a zombie) until the parent reaps it, which the parent does
+    only once this process is gone.
     """
-    inits = children(proc.pid) if proc.poll() is None else []
+    inits = children(proc.pid) if foreign or proc.poll() is None else []
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

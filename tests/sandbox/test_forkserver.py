@@ -9,6 +9,7 @@ import json
 import os
 import resource
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -192,6 +193,53 @@ def test_grading_uses_fresh_runners_when_the_zygote_cannot_start(monkeypatch):
     finally:
         srv.close()
     assert srv.missed == 1 and srv.handed == 0
+
+
+# A parent starts a zygote, forks a worker that adopts it, and lets go of it (``sdpa-course``'s early
+# zygotes, ``local_workers.start_zygotes``); prints what it saw as JSON.
+HANDOVER = textwrap.dedent("""
+    import json, os, signal, sys, time
+    from autograder.sandbox import forkserver, launcher
+    from autograder.sandbox.session import StudentSession
+
+    def gone(proc, seconds):
+        deadline = time.monotonic() + seconds
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return proc.poll() is not None
+
+    seen = {}
+    for worker_dies in (False, True):
+        server = forkserver.ForkServer(start_timeout=60, directory=sys.argv[1])
+        server.warm()
+        top = server._zygote.top
+        pid = os.fork()
+        if pid == 0:  # the worker
+            server.adopt()
+            with StudentSession(["import os\\nanswer = 42"], runner_source=server) as s:
+                s.run_notebook()
+                ok = s.get("answer") == 42 and server.handed == 1 and server.zygotes == 1
+            if worker_dies:
+                os.kill(os.getpid(), signal.SIGKILL)
+            server.close()  # kills the zygote by its pid: it is not this process's child
+            os._exit(0 if ok else 1)
+        proc = server.release()
+        status = os.waitpid(pid, 0)[1]
+        seen["dies" if worker_dies else "closes"] = {
+            "worker": status, "zygote_gone": gone(proc, 20), "dir_left": os.path.exists(top)}
+    print(json.dumps(seen))
+""")
+
+
+def test_a_zygote_started_before_the_worker_is_its_and_ends_with_it(tmp_path):
+    """The worker grades with the zygote its parent started, and the zygote ends when the worker closes
+    it and when the worker is killed (its end of the socket closes; the parent holds none)."""
+    proc = subprocess.run([sys.executable, "-c", HANDOVER, str(tmp_path)], capture_output=True, text=True,
+                          timeout=180, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.splitlines()[-1])
+    assert seen["closes"] == {"worker": 0, "zygote_gone": True, "dir_left": False}
+    assert seen["dies"]["worker"] == signal.SIGKILL and seen["dies"]["zygote_gone"] is True
 
 
 def test_sessions_stop_forked_runners_through_the_zygote(server):
