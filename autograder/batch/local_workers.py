@@ -103,19 +103,39 @@ def start_zygotes(count: int, app) -> list[tuple[str, ForkServer]]:
     """Start `count` workers' zygotes now, each in its worker's directory: they warm up (imports, seconds
     of CPU) while this process still imports what the workers inherit, on a core that would idle.
 
-    [] where workers would not use them: no fork server here (no bubblewrap) or no SandboxedExecute.
+    [] where workers would not use them: no fork server here (no bubblewrap), no SandboxedExecute, or
+    settings the workers should report themselves (an invalid value in ``nbgrader_config.py``).
     """
     from ..sandbox.forkserver import ForkServer
 
-    if count < 1 or not ForkServer.usable() or not uses_sandboxed_execute(app):
+    if count < 1 or not ForkServer.usable():
+        return []
+    try:
+        if not uses_sandboxed_execute(app):
+            return []
+        settings = runner_settings(app)
+    except Exception:  # noqa: BLE001 - each worker reads the same settings and reports what is wrong
         return []
     early = []
-    for _ in range(count):
-        tmp = worker_dir()
-        server = ForkServer(**runner_settings(app), directory=tmp)
-        server.warm()
-        early.append((tmp, server))
+    try:
+        for _ in range(count):
+            early.append((worker_dir(), None))
+            early[-1] = (early[-1][0], ForkServer(**settings, directory=early[-1][0]))
+            early[-1][1].warm()
+    except BaseException:
+        stop_zygotes(early)
+        raise
     return early
+
+
+def stop_zygotes(early: list) -> None:
+    """Stop the zygotes of `start_zygotes` that no worker took, remove their directories, empty the list."""
+    for tmp, server in early:
+        proc = server.release() if server is not None else None
+        if proc is not None:
+            launcher.kill_tree(proc)
+        shutil.rmtree(tmp, ignore_errors=True)
+    early.clear()
 
 
 class LocalWorker:

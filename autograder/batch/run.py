@@ -32,7 +32,6 @@ from __future__ import annotations
 import collections
 import multiprocessing
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -42,13 +41,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, TextIO, Union
 
-from ..sandbox.launcher import kill_tree
 from .bundle import make_bundle, read_tree
 from .coursedir import ASSIGNMENT, CourseError, check_course, find_submissions, load_app, needs_grading, step_dir
 from .dask_cluster import DEFAULT_TIMEOUT, grade_on_dask_worker, probe_scheduler
 from .failures import Failure, exit_text, failure_result, reason_of
 from .importer import Importer
-from .local_workers import LocalWorker, remove_stale_worker_dirs, start_zygotes
+from .local_workers import LocalWorker, remove_stale_worker_dirs, start_zygotes, stop_zygotes
 from .worker import warm_parent
 
 LOCK = ".sdpa-course.lock"
@@ -164,16 +162,14 @@ class Autograder:
             probe_scheduler(self.dask)
         todo, skipped = self.plan()
         summary.total, summary.skipped = len(todo) + len(skipped), skipped
-        # Zygotes for the local workers, started before the imports and the bundle (seconds of one core).
-        early = self._start_zygotes(len(todo)) if todo else []
-        try:
-            self._run(todo, skipped, summary, early)
-        finally:
-            for tmp, server in early:  # those no worker took
-                proc = server.release()
-                if proc is not None:
-                    kill_tree(proc)
-                shutil.rmtree(tmp, ignore_errors=True)
+        lock = os.path.join(step_dir(self.app.coursedir, self.app.coursedir.autograded_directory, ".", "."), LOCK)
+        with _Lock(lock):
+            # Zygotes for the local workers, started before the imports and the bundle (seconds of one core).
+            early = self._start_zygotes(len(todo)) if todo else []
+            try:
+                self._run(todo, skipped, summary, early)
+            finally:
+                stop_zygotes(early)  # those no worker took
         summary.wall = time.perf_counter() - started
         return summary
 
@@ -185,29 +181,27 @@ class Autograder:
 
     def _run(self, todo, skipped, summary, early):
         importer = Importer(self.app, self.assignment)
-        lock = os.path.join(os.path.dirname(importer.staging), LOCK)
-        with _Lock(lock):
-            importer.clean_staging()
-            if skipped:
-                self.say(f"skipping {len(skipped)} already graded (in autograded/; --force to regrade)")
-            if todo:
-                bundle = make_bundle(self.app, self.assignment, self.nbgrader_args)
-                self._done = 0
-                self._todo = len(todo)
-                previous = signal.getsignal(signal.SIGTERM)
+        importer.clean_staging()
+        if skipped:
+            self.say(f"skipping {len(skipped)} already graded (in autograded/; --force to regrade)")
+        if todo:
+            bundle = make_bundle(self.app, self.assignment, self.nbgrader_args)
+            self._done = 0
+            self._todo = len(todo)
+            previous = signal.getsignal(signal.SIGTERM)
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, _raise_interrupt)
+            try:
+                if self.dask:
+                    self._run_dask(todo, bundle, importer, summary)
+                else:
+                    self._run_local(todo, bundle, importer, summary, early)
+            except KeyboardInterrupt:
+                summary.interrupted = True
+            finally:
                 if threading.current_thread() is threading.main_thread():
-                    signal.signal(signal.SIGTERM, _raise_interrupt)
-                try:
-                    if self.dask:
-                        self._run_dask(todo, bundle, importer, summary)
-                    else:
-                        self._run_local(todo, bundle, importer, summary, early)
-                except KeyboardInterrupt:
-                    summary.interrupted = True
-                finally:
-                    if threading.current_thread() is threading.main_thread():
-                        signal.signal(signal.SIGTERM, previous)
-            importer.clean_staging()
+                    signal.signal(signal.SIGTERM, previous)
+        importer.clean_staging()
 
     # -- results ---------------------------------------------------------------
     def _handle(self, result, importer, summary):
@@ -259,7 +253,7 @@ class Autograder:
             ctx = multiprocessing.get_context("fork")
         else:  # forking a threaded process is unsafe (and a fork server cannot go to a spawned worker)
             ctx = multiprocessing.get_context("spawn")
-            early = []
+            stop_zygotes(early)
         remove_stale_worker_dirs()
         count = min(self.workers, len(todo))
         summary.workers = count
@@ -267,10 +261,12 @@ class Autograder:
                  f"{'s' * (count != 1)}")
         pending = collections.deque(todo)
         workers = []
-        for _ in range(count):
-            mine = early.pop(0) if early else None
-            workers.append(LocalWorker(ctx, bundle, self.prewarm, mine, [server for _, server in early]))
         try:
+            for _ in range(count):
+                mine = early[0] if early else None
+                workers.append(LocalWorker(ctx, bundle, self.prewarm, mine, [server for _, server in early[1:]]))
+                if mine is not None:
+                    early.pop(0)  # the worker's now
             while True:
                 for worker in workers:
                     self._feed(worker, pending, importer, summary)

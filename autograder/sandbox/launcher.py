@@ -293,17 +293,20 @@ def kill_tree(proc: subprocess.Popen, timeout: float = 5.0, foreign: bool = Fals
     """SIGKILL the sandbox and everything in it, and wait until it is gone.
 
     Killing the pid namespace's init (bwrap's child) makes the kernel kill
-    every process inside; the process group covers the fallback mode.
-    `foreign`: `proc` was started by this process's parent (a worker's zygote,
-    ``ForkServer.release``), so it cannot be polled here; its pid stays its
-    own (alive or a zombie) until the parent reaps it, which the parent does
-    only once this process is gone.
+    every process inside; the process group covers the fallback mode.  Only
+    a pid nobody has reaped is signalled: a reaped one may be another
+    process's by now.  `foreign`: `proc` was started by this process's
+    parent (a worker's zygote, ``ForkServer.release``), so it cannot be
+    waited for here; its pid stays its own (alive or a zombie) until the
+    parent reaps it, which the parent does only once this process is gone.
     """
-    inits = children(proc.pid) if foreign or proc.poll() is None else []
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    inits = []
+    if _unreaped(proc, foreign):
+        inits = children(proc.pid)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     for pid in inits:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -313,6 +316,19 @@ def kill_tree(proc: subprocess.Popen, timeout: float = 5.0, foreign: bool = Fals
     deadline = time.monotonic() + timeout
     while any(_alive(pid) for pid in inits) and time.monotonic() < deadline:
         time.sleep(0.005)
+
+
+def _unreaped(proc: subprocess.Popen, foreign: bool) -> bool:
+    """Whether `proc`'s pid is still its own: running, or exited and not reaped (checked without reaping)."""
+    if proc.returncode is not None:
+        return False
+    if foreign:
+        return True
+    try:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # reaped elsewhere
+        return False
+    return True
 
 
 def _isolated_command(argv, scratch, readonly, limits, info, zygote=False):
