@@ -380,6 +380,7 @@ DEEP_EXPRESSION = "_z = 1 if True else x" + ".a" * 400  # deeper than the AST to
 # Finds the runner through gc, lifts its tripwires and drops its aten kernels.
 DISARM_TRIPWIRES = """
 import gc
+gc.unfreeze()  # what the runner froze at start-up is not in get_objects()
 for _obj in gc.get_objects():
     if type(_obj).__name__ == "Runner":
         _runner = _obj
@@ -410,6 +411,7 @@ def softmax(x, dim=-1):
 # and the next cell is larger than that, so a blocking write would wait forever.
 STOP_AND_SMALL_PIPE = """
 import fcntl, gc, os, signal
+gc.unfreeze()
 for _obj in gc.get_objects():
     if type(_obj).__name__ == "Runner":
         _runner = _obj
@@ -431,6 +433,7 @@ BIG_CELL = "# " + "填充" * 6000 + "\nbig_cell_ran = True"
 # Lifts the runner's own output caps, prints 3 MB after every cell and 8 MB once.
 OUTPUT_FLOOD = """
 import gc, sys
+gc.unfreeze()
 for _obj in gc.get_objects():
     if type(_obj).__name__ == "Runner":
         _runner = _obj
@@ -520,6 +523,10 @@ EVIDENCE = [
     Sample("attack-stop-and-small-pipe", "attack", "lose", append=(STOP_AND_SMALL_PIPE, BIG_CELL),
            lose=tuple(g for g in TENSOR_PARTS) + ANSWER_PARTS,
            note="every wait on the runner has a wall-clock deadline"),
+    Sample("attack-runner-out-of-gc-sight", "attack", "full",
+           append=(STOP_AND_SMALL_PIPE.replace("gc.unfreeze()\n", ""), BIG_CELL),
+           note="without gc.unfreeze() the runner is not in gc.get_objects(), forked or fresh alike: the same "
+                "grade from both graders"),
     Sample("attack-output-flood", "attack", "full", append=(OUTPUT_FLOOD, "print('y' * 8_000_000)"),
            note="outputs are capped in the grader: the notebook stays small"),
     Sample("attack-zygote-state", "attack", "full", append=(ZYGOTE_STATE,),
