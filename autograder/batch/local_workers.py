@@ -119,9 +119,10 @@ def start_zygotes(count: int, app) -> list[tuple[str, ForkServer]]:
     early = []
     try:
         for _ in range(count):
-            early.append((worker_dir(), None))
-            early[-1] = (early[-1][0], ForkServer(**settings, directory=early[-1][0]))
-            early[-1][1].warm()
+            tmp = worker_dir()
+            server = ForkServer(**settings, directory=tmp)  # starts nothing yet
+            early.append((tmp, server))
+            server.warm()
     except BaseException:
         stop_zygotes(early)
         raise
@@ -131,7 +132,7 @@ def start_zygotes(count: int, app) -> list[tuple[str, ForkServer]]:
 def stop_zygotes(early: list) -> None:
     """Stop the zygotes of `start_zygotes` that no worker took, remove their directories, empty the list."""
     for tmp, server in early:
-        proc = server.release() if server is not None else None
+        proc = server.release()
         if proc is not None:
             launcher.kill_tree(proc)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -336,8 +336,9 @@ class StudentSession:
                     continue
                 started = time.monotonic()
                 known = self.known_outputs.get(pos)
-                msg = {"op": "exec", "source": source} if known is None else \
-                    {"op": "exec", "source": source, "figures": False}
+                msg = {"op": "exec", "source": source}
+                if known is not None:
+                    msg["figures"] = False
                 reply, _ = self._with_retry(msg, [], timeout)
                 self.cell_seconds[pos] = time.monotonic() - started
                 ok = isinstance(reply, dict) and reply.get("status") == "ok"
