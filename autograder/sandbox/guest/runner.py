@@ -384,7 +384,8 @@ def main() -> None:
     proto = take_stdio()
     runner = new_runner()
     # As a zygote's runners start (it freezes its whole warm-up, ``zygote.py``): the runner's own objects
-    # are out of the collector's sight, so student code sees the same `gc.get_objects()` in both.
+    # are out of the collector's sight in both, so `gc.get_objects()` finds the Runner in neither.  The
+    # counts still differ (a forked runner also has torch and matplotlib frozen), as `sys.modules` does.
     gc.collect()
     gc.freeze()
     serve(runner, *proto)
