@@ -31,13 +31,11 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 from typing import IO, TYPE_CHECKING, Optional
 
 from . import launcher, runners
-from .guest import ZYGOTE
 
 if TYPE_CHECKING:
     from .session import StudentSession
@@ -66,13 +64,10 @@ class _Zygote:
         self.cpu = 0.0
         self.init_pid = self.zygote_pid = None  # host pids, known once the zygote is ready
         try:
-            _, readonly = runners.runner_command()
-            # The runners' RLIMIT_NPROC and the range of their uids (root mode).
-            numbers = (limits.max_processes, launcher.UID_BASE, launcher.UID_SPAN)
+            argv, readonly = runners.runner_command(limits)
             self.proc = launcher.sandboxed_popen(
-                [sys.executable, "-I", str(ZYGOTE), *map(str, numbers)], scratch=scratch,
-                readonly=readonly + [ZYGOTE], limits=limits, require_isolation=require_isolation, zygote=True,
-                stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=self.log)
+                argv, scratch=scratch, readonly=readonly, limits=limits, require_isolation=require_isolation,
+                zygote=True, stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=self.log)
         except BaseException:
             self.discard()
             raise

@@ -485,14 +485,31 @@ def process_state(pid: int) -> str:
 
 
 def runner_pid(proc: subprocess.Popen) -> int | None:
-    """Host pid of the program a just-started sandbox runs (below bwrap and its init), or None.
+    """Host pid of the runner a just-started sandbox runs (below bwrap and its init), or None.
 
-    Call it before untrusted code runs: it follows the only child down from `proc`.
+    Call it before untrusted code runs: it follows the only child down from
+    `proc`.  Below bwrap's init, pid 2 of the sandbox is the process that
+    forked the runner and waits for it (``zygote.serve_fresh``); the runner
+    is init's other child.
     """
     pid = proc.pid
     for _ in range(3):
         kids = children(pid)
+        if len(kids) == 2 and _namespace_pid(pid) == 1:
+            kids = [kid for kid in kids if _namespace_pid(kid) != 2]
         if len(kids) != 1:
             break
         pid = kids[0]
     return pid if process_state(pid) else None
+
+
+def _namespace_pid(pid: int) -> int | None:
+    """`pid`'s pid in its own (innermost) pid namespace, from the kernel's NSpid line; None if unknown."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return None

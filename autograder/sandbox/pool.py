@@ -67,7 +67,7 @@ class _Warm:
         self.directory, work, self.log = runners.runner_dirs()
         self.proc = None
         try:
-            argv, readonly = runners.runner_command()
+            argv, readonly = runners.runner_command(limits)
             self.proc = launcher.sandboxed_popen(
                 argv, scratch=work, readonly=readonly, limits=limits,
                 require_isolation=require_isolation,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Optional, Protocol, Union
 
 from . import launcher
-from .guest import PROCFS, RUNNER, WIRE, wire
+from .guest import FILES, ZYGOTE, wire
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -62,9 +62,16 @@ def runner_dirs() -> tuple[str, str, IO[bytes]]:
     return top, scratch, open(os.path.join(top, "runner.log"), "wb")
 
 
-def runner_command() -> tuple[list[str], list[Path]]:
-    """argv and read-only mounts of a runner process."""
-    return [sys.executable, "-I", str(RUNNER)], [RUNNER, WIRE, PROCFS]
+def runner_command(limits: launcher.Limits) -> tuple[list[str], list[Path]]:
+    """argv and read-only mounts of a runner's sandbox: a zygote's, and a fresh runner's alike.
+
+    One command for both, so that student code finds the same program,
+    arguments and files whichever it runs in (``guest/zygote.py`` decides by
+    what it was given on fd 0: a control socket, or a runner's pipe).  The
+    numbers are a zygote's runners' RLIMIT_NPROC and uid range.
+    """
+    numbers = (limits.max_processes, launcher.UID_BASE, launcher.UID_SPAN)
+    return [sys.executable, "-I", str(ZYGOTE), *map(str, numbers)], list(FILES)
 
 
 REPLY_QUEUE_FRAMES = 4  # replies read ahead of the grader; the runner blocks behind them

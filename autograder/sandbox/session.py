@@ -152,7 +152,6 @@ class StudentSession:
         self.restarts = 0
         self.retries = 0  # limit overruns given a second try on a fresh runner
         self.unstarved = 0  # overruns charged at once: the runner had a core to itself (load_evidence)
-        self._meta_warm = False  # whether this runner has made its first meta-device op
         self._answered = False  # whether this runner has answered a request (its set-up is over)
         self._free_restart = False  # the next restart is a retry's: not counted in max_restarts
         self._watch = None  # LoadWatch of the request in flight, when it may be charged without a retry
@@ -179,7 +178,7 @@ class StudentSession:
         return time.monotonic() + min(timeout, left)
 
     def _spawn(self):
-        self._meta_warm = self._answered = False
+        self._answered = False
         handed = self.runner_source.take(self) if self.runner_source is not None else None
         if handed is not None:
             self.proc, self._replies = handed.proc, handed.replies
@@ -187,7 +186,7 @@ class StudentSession:
             self._pid = getattr(self.proc, "host_pid", None)
             return
         self.directory, work, self._log = runner_dirs()
-        argv, readonly = runner_command()
+        argv, readonly = runner_command(self.limits)
         self.proc = launcher.sandboxed_popen(
             argv, scratch=work, readonly=readonly,
             limits=self.limits, require_isolation=self.require_isolation,
@@ -382,8 +381,6 @@ class StudentSession:
         """Call a student function on tensors chosen by the grader."""
         if fn in self.hung:
             return CallResult("timeout")
-        if on_device == "meta":
-            self._warm_meta()
         blobs = []
         msg = {"op": "call", "fn": fn, "return_args": return_args,
                "args": [_encode_arg(a, blobs, on_device) for a in args],
@@ -391,7 +388,7 @@ class StudentSession:
         limit = self.budget.for_call(fn)
         started = time.monotonic()
         try:
-            reply, out = self._with_retry(msg, blobs, limit, self._warm_meta if on_device == "meta" else None)
+            reply, out = self._with_retry(msg, blobs, limit)
         except TimeoutError:
             return self._give_up(fn, "timeout", _timeout_text("函数", self.budget.call_rule(fn)), limit)
         except _RunnerGone:
@@ -411,22 +408,6 @@ class StudentSession:
         except (wire.WireError, TypeError, ValueError, AttributeError):
             return CallResult("crashed", evalue="评分进程收到了无法解析的结果")
 
-    def _warm_meta(self):
-        """A runner's one-time meta-device set-up, asked for before the first meta-device call so that
-        it never counts against a student function's limit; its outcome decides nothing."""
-        if self.proc is not None and self._meta_warm:
-            return
-        try:
-            self._request({"op": "warm"}, [], self.budget.call_timeout)
-            self._meta_warm = True
-        except (TimeoutError, _RunnerGone) as exc:
-            # Only the student's code (a patched torch) can make it hang or die; recorded for the report.
-            self.events.append({"kind": "WarmUpFailed", "detail": "为 meta 设备上的检查做准备时运行环境超时或退出"
-                                f"（{type(exc).__name__}），之后的检查照常进行"})
-            self._kill()
-        except _BudgetSpent:
-            pass
-
     def _give_up(self, fn, status, detail="", seconds=None):
         self.hung.add(fn)
         event = {"function": fn, "kind": status}
@@ -436,7 +417,7 @@ class StudentSession:
         self._kill()
         return CallResult(status, evalue=detail)
 
-    def _with_retry(self, msg, blobs, timeout, prepare=None):
+    def _with_retry(self, msg, blobs, timeout):
         """One request; past its limit, once more on a fresh runner (earlier cells replayed) before
         the overrun counts: a loaded machine, not the student's code, may have made it slow.  Not
         when this side's own reading of the kernel's accounting (``load_evidence.py``, which the
@@ -444,8 +425,7 @@ class StudentSession:
         loop's cost.
 
         The retry's restart is not one of `max_restarts` (those count charged failures; a correct
-        answer on a loaded machine may need many retries, and `total_seconds` still bounds them);
-        `prepare` readies the fresh runner first (the meta-device warm-up)."""
+        answer on a loaded machine may need many retries, and `total_seconds` still bounds them)."""
         if self.proc is None:
             self._restart()
         # A runner's first request shares its CPU with the runner's own set-up: no evidence then.
@@ -465,8 +445,6 @@ class StudentSession:
             self._watch = None
         self._free_restart = True
         try:
-            if prepare is not None:
-                prepare()
             return self._request(msg, blobs, timeout)
         finally:
             self._free_restart = False

@@ -19,7 +19,8 @@ import time
 
 import pytest
 
-from autograder.sandbox import forkserver, launcher, session
+from autograder.sandbox import forkserver, launcher, runners, session
+from autograder.sandbox.guest import ZYGOTE
 from autograder.sandbox.session import StudentSession
 from tests import catalogue
 
@@ -28,7 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not launcher.probe().isolated
 
 # What a student can see of its process and its sandbox (the pids aside).
 OBSERVE = textwrap.dedent("""
-    import ctypes, json, os, sys
+    import ctypes, gc, hashlib, json, os, sys
     def listing(path):
         return sorted(os.listdir(path))
     def others():  # pid 1: bwrap's init; pid 2: a fresh runner itself, or the zygote
@@ -45,6 +46,10 @@ OBSERVE = textwrap.dedent("""
         "names": sorted(k for k in globals() if not k.startswith("_")),
         "dumpable": ctypes.CDLL(None).prctl(3, 0, 0, 0, 0),
         "sid_is_own": os.getsid(0) == os.getpid(),
+        "main": getattr(sys.modules["__main__"], "__file__", None), "orig_argv": sys.orig_argv[1:],
+        "guest": listing(os.path.dirname(sys.orig_argv[-4])),
+        "modules": hashlib.sha256(" ".join(sorted(sys.modules)).encode()).hexdigest()[:16],
+        "frozen": gc.get_freeze_count(),
     }, sort_keys=True)
 """)
 FIRST_CELL = "import torch\nimport torch.nn.functional as F\nimport matplotlib.pyplot as plt"
@@ -73,6 +78,10 @@ def test_a_forked_runner_looks_like_a_fresh_one(server):
     fresh, seen_fresh, randoms_fresh = _observe(cells)
     assert (forked_a, forked_b, fresh) == (True, True, False)
     assert server.handed == 2 and server.zygotes == 1
+    # Both kinds warm up and fork alike (``zygote.serve_fresh``) and freeze the warm-up; the count varies by a
+    # few objects from one warm-up to the next.  A fresh runner once froze only itself (15 times fewer).
+    frozen = [seen.pop("frozen") for seen in (seen_a, seen_b, seen_fresh)]
+    assert frozen[0] == frozen[1] > 100_000 and abs(frozen[2] - frozen[0]) < 100, frozen
     assert seen_a == seen_b == seen_fresh
     assert seen_fresh["ppid"] == 1 and seen_fresh["others"] == []
     # Each process seeds its global RNGs from the OS, forked or not.
@@ -99,6 +108,7 @@ def test_nothing_of_one_student_reaches_the_next(server):
     forked, seen, _ = _observe(cells, server)
     fresh, seen_fresh, _ = _observe(cells)
     assert forked and not fresh
+    assert abs(seen.pop("frozen") - seen_fresh.pop("frozen")) < 100
     assert seen == seen_fresh, {k: (seen[k], seen_fresh[k]) for k in seen if seen[k] != seen_fresh[k]}
     assert "planted.txt" not in seen["scratch"] + seen["tmp"] + seen["shm"] and seen["sysv"] == []
 
@@ -175,7 +185,7 @@ def test_a_session_never_shares_the_sandbox_with_another(server):
 
 def test_the_zygote_refuses_to_run_outside_its_own_pid_namespace(tmp_path):
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    proc = subprocess.run([sys.executable, "-I", str(forkserver.ZYGOTE)], stdin=theirs.fileno(),
+    proc = subprocess.run([sys.executable, "-I", str(ZYGOTE)], stdin=theirs.fileno(),
                           cwd=tmp_path, capture_output=True, timeout=60)
     theirs.close()
     ours.settimeout(5)
@@ -183,7 +193,9 @@ def test_the_zygote_refuses_to_run_outside_its_own_pid_namespace(tmp_path):
 
 
 def test_grading_uses_fresh_runners_when_the_zygote_cannot_start(monkeypatch):
-    monkeypatch.setattr(forkserver, "ZYGOTE", forkserver.ZYGOTE.with_name("no-such-zygote.py"))
+    command = runners.runner_command  # the session's fresh runners keep their own reference to it
+    monkeypatch.setattr(runners, "runner_command", lambda limits: (
+        [arg.replace("zygote.py", "no-such-zygote.py") for arg in command(limits)[0]], command(limits)[1]))
     srv = forkserver.ForkServer(start_timeout=20)
     srv.warm()
     try:

@@ -1,4 +1,4 @@
-"""The only files mounted into the sandbox: the runner, the zygote and the wire protocol.
+"""The only files mounted into the sandbox: the zygote (the guest's program), the runner, the wire protocol.
 
 They run as the student's process, so they use the standard library and
 torch only, import each other by plain module name (``import wire``), and

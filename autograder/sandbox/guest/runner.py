@@ -1,13 +1,14 @@
-"""The only program that runs student code: executes cells, answers calls.
+"""What runs student code: executes cells, answers calls.
 
 It runs inside the sandbox (see ``launcher.py``) with just the files of
-``guest/`` mounted.  The trusted grader talks to it over the original stdin
-and stdout, which are moved to private descriptors before any student code
-runs; the student's own prints go to captured cell outputs instead.
+``guest/`` mounted, started by ``zygote.py`` (the guest's one program) in
+a runner forked from a zygote or in a fresh runner, warmed up alike.  The
+trusted grader talks to it over the original stdin and stdout, which are
+moved to private descriptors before any student code runs; the student's
+own prints go to captured cell outputs instead.
 
 Nothing here decides a grade: it only reports what the student's code did.
 """
-import gc
 import os
 import re
 import sys
@@ -165,15 +166,6 @@ class Runner:
         out_blobs = []
         return {"status": "ok", "value": wire.encode(self.shell.user_ns[name], out_blobs)}, out_blobs
 
-    def op_warm(self, msg: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
-        """One meta-device op: the first imports torch._dynamo and sympy (about a second of CPU), which
-        the grader asks for here, under its own limit, not inside a student function's (a zygote's
-        children are warm already)."""
-        import torch
-
-        torch.ones(1, device="meta") / 2.0
-        return {"status": "ok"}, []
-
     def op_call(self, msg: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         import torch
 
@@ -302,7 +294,7 @@ class Runner:
                         pass
 
     def serve(self) -> None:
-        handlers = {"exec": self.op_exec, "call": self.op_call, "get": self.op_get, "warm": self.op_warm}
+        handlers = {"exec": self.op_exec, "call": self.op_call, "get": self.op_get}
         self.wrap_forbidden_functions()
         tripwires = False
         while True:
@@ -378,18 +370,3 @@ def serve(runner: Runner, proto_in: BinaryIO, proto_out: BinaryIO) -> NoReturn:
     runner.serve()
     proto_out.flush()
     os._exit(0)
-
-
-def main() -> None:
-    proto = take_stdio()
-    runner = new_runner()
-    # As a zygote's runners start (it freezes its whole warm-up, ``zygote.py``): the runner's own objects
-    # are out of the collector's sight in both, so `gc.get_objects()` finds the Runner in neither.  The
-    # counts still differ (a forked runner also has torch and matplotlib frozen), as `sys.modules` does.
-    gc.collect()
-    gc.freeze()
-    serve(runner, *proto)
-
-
-if __name__ == "__main__":
-    main()

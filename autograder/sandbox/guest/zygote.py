@@ -1,5 +1,10 @@
 """Inside one sandbox: warm up once, then fork one fresh runner per student.
 
+This is the guest's one program: started on a runner's pipes instead of a
+control socket, it warms up and forks the same way, just once, and waits
+for that runner (`serve_fresh`), so the two kinds of runner look alike to
+student code.
+
 A fresh runner spends seconds of CPU before it has done anything for its
 student: the interpreter, IPython, ``import torch`` and matplotlib, the
 font cache, and torch._dynamo + sympy (imported by the first meta-device
@@ -56,6 +61,7 @@ import json
 import os
 import random
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -79,13 +85,14 @@ KILL_SECONDS = 5.0
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def warm_up() -> tuple[sandbox_runner.Runner, dict[str, dict]]:
+def warm_up(restore_files: bool = True) -> tuple[sandbox_runner.Runner, dict[str, dict]]:
     """Import and run, once, what every runner needs; returns (runner, snapshot of its files).
 
     The snapshot is taken after the imports of the release's first cell (which
     every runner executes, e.g. matplotlib's font cache in /tmp/mpl) and laid
-    back down after the rest of the warm-up, as are the environment variables:
-    a child starts as a fresh runner stands after that first cell.
+    back down after the rest of the warm-up (`restore_files`), as are the
+    environment variables: a runner starts as it would stand after that first
+    cell had it imported nothing before.
     """
     import io
     import warnings
@@ -97,7 +104,7 @@ def warm_up() -> tuple[sandbox_runner.Runner, dict[str, dict]]:
     import torch.nn.functional  # noqa: F401
     from matplotlib.figure import Figure
 
-    taken, environment = snapshot(), dict(os.environ)
+    taken, environment = snapshot() if restore_files else {}, dict(os.environ)
     odd = [rel for entries in taken.values() for rel, entry in entries.items() if entry[1] == "other"]
     if odd:
         raise RuntimeError(f"cannot snapshot links or special files in scratch or /tmp: {odd[:3]}")
@@ -122,7 +129,7 @@ def warm_up() -> tuple[sandbox_runner.Runner, dict[str, dict]]:
         fig.savefig(io.BytesIO(), format="png")
     os.environ.clear()
     os.environ.update(environment)  # e.g. TORCHINDUCTOR_CACHE_DIR, set by importing torch._dynamo
-    problem = restore(taken)
+    problem = restore(taken) if restore_files else ""
     if problem:
         raise RuntimeError(problem)
     # Everything so far lives as long as the zygote: out of the collector's sight, a runner's first
@@ -447,11 +454,12 @@ def switch_uid(uid: int, taken: dict[str, dict], nproc: int, structure: dict[str
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))  # now counts this runner's uid alone
 
 
-def become_runner(runner: sandbox_runner.Runner, control: socket.socket, fds: Sequence[int], dumpable: int,
+def become_runner(runner: sandbox_runner.Runner, control: Optional[socket.socket], fds: Sequence[int], dumpable: int,
                   uid: Optional[int], taken: dict[str, dict], nproc: int, structure: dict[str, dict]) -> NoReturn:
     """In the forked child: take the grader's pipes and serve as a fresh runner. Never returns."""
     try:
-        control.close()
+        if control is not None:
+            control.close()
         stdin, stdout, stderr = fds
         if uid is not None:
             switch_uid(uid, taken, nproc, structure)
@@ -537,8 +545,59 @@ def _send(control, msg):
     control.send(json.dumps(msg).encode())
 
 
+def serve_fresh() -> NoReturn:
+    """A runner started on its own (stock nbgrader, no fork server): a zygote that forks just one runner.
+
+    It warms up and forks exactly as `serve` does, so student code finds the
+    same process in both kinds of runner (program, modules, frozen objects,
+    open files, what at-fork handlers reset, parent, pid) and a notebook
+    cannot earn a different grade from ``sdpa-course`` than from stock
+    nbgrader.  This process then only waits for its runner and ends with it.
+    Without bubblewrap's pid namespace (the unisolated fallback, whose /tmp is
+    the host's) it serves as the runner itself and lays back no files.
+    """
+    fds = [os.dup(0), os.dup(1), os.dup(2)]  # the grader's pipes, out of the warm-up's reach
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    dumpable = _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
+    if not (os.getpid() == 2 and os.getppid() == 1):
+        runner, _ = warm_up(restore_files=False)
+        become_runner(runner, None, fds, dumpable, None, {}, -1, {})
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    structure = snapshot()  # noqa: F841 - kept alive as `serve` keeps it, so both freeze the same objects
+    runner, taken = warm_up()
+    report_r, report_w = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        child = os.fork()  # twice, as `serve` does: the runner's parent becomes bwrap's init
+        if child == 0:
+            os.close(report_r)
+            os.close(report_w)
+            become_runner(runner, None, fds, dumpable, None, taken, -1, {})
+        os.write(report_w, str(child).encode())
+        os._exit(0)
+    for fd in fds + [report_w]:
+        os.close(fd)
+    os.waitpid(middle, 0)
+    try:
+        with os.fdopen(report_r, "rb") as report:
+            waiter = select.poll()
+            waiter.register(os.pidfd_open(int(report.read(32))), select.POLLIN)
+            waiter.poll()  # until the runner has ended; bwrap's init then ends the sandbox with us
+    except (OSError, ValueError):
+        pass  # the runner is gone already
+    os._exit(0)
+
+
 def main() -> None:
-    """argv: [max_processes uid_base uid_span] (``forkserver.py``): the runners' RLIMIT_NPROC and uids."""
+    """argv: [max_processes uid_base uid_span] (``runners.runner_command``): the runners' RLIMIT_NPROC and uids.
+
+    A control socket on fd 0 makes this a zygote (``forkserver.py``); a pipe, a fresh runner.
+    """
+    if not stat.S_ISSOCK(os.fstat(0).st_mode):
+        serve_fresh()
     control = socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
