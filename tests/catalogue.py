@@ -469,6 +469,15 @@ if _libc.syscall(248, b"user", b"left-behind", b"x", 1, -4) >= 0:  # add_key to 
 os.chmod(".", 0o555)
 """
 
+# -- which runner am I in? A fresh runner and a forked one must look alike to the notebook ----------
+TELL_RUNNERS_APART = """
+import gc, os, sys
+_forked_look = (gc.get_freeze_count() > 100_000 and {"sympy", "torch._dynamo", "runner"} <= set(sys.modules)
+                and os.getppid() == 1 and os.getpid() != 2)
+if not _forked_look:
+    scale_answer = "A"  # wrong, only where the runner looks fresh
+"""
+
 FAIR_FORMS = {
     "hand-calc-answers": """
 from decimal import Decimal
@@ -527,6 +536,8 @@ EVIDENCE = [
            append=(STOP_AND_SMALL_PIPE.replace("gc.unfreeze()\n", ""), BIG_CELL),
            note="without gc.unfreeze() the runner is not in gc.get_objects(), forked or fresh alike: the same "
                 "grade from both graders"),
+    Sample("attack-tell-runners-apart", "attack", "full", append=(TELL_RUNNERS_APART,),
+           note="a fresh runner warms up and forks as a zygote does: the same grade from stock and sdpa-course"),
     Sample("attack-output-flood", "attack", "full", append=(OUTPUT_FLOOD, "print('y' * 8_000_000)"),
            note="outputs are capped in the grader: the notebook stays small"),
     Sample("attack-zygote-state", "attack", "full", append=(ZYGOTE_STATE,),
