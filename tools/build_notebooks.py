@@ -487,7 +487,7 @@ for i, d in enumerate(dims):
 
 # d_k doubles from one point to the next: equally spaced positions, labelled with d_k
 steps = range(len(dims))
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
 for (label, (peak, grad)), style in zip(curves.items(), ("o-", "s--")):
     axes[0].plot(steps, peak, style, label=label)
     axes[1].plot(steps, grad, style, label=label)
@@ -498,7 +498,6 @@ axes[0].legend(loc="upper left")
 axes[1].legend(loc="lower left")
 for ax in axes:
     ax.set_xticks(steps, [str(d) for d in dims])
-fig.tight_layout()
 plt.show()
 '''
 

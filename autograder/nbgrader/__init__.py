@@ -69,3 +69,7 @@ def configure(c: Any) -> None:
     for trait, steps in pipelines().items():
         section, name = trait.split(".")
         setattr(c[section], name, list(steps))
+    # nbconvert validates the whole notebook after each of the ~14 steps of a pipeline (about a tenth of a
+    # second per submission); once, after the last, still refuses a notebook that any step left invalid
+    # before it is written.  nbconvert's own option.
+    c.Exporter.optimistic_validation = True
