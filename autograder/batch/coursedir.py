@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Union
 
@@ -25,6 +26,10 @@ class CourseError(Exception):
 
 def load_app(root: Union[str, os.PathLike], args: Sequence[str] = (), require_config: bool = True) -> AutogradeApp:
     """An `AutogradeApp` configured as ``nbgrader autograde ARGS`` run in `root` would be."""
+    # jsonschema (imported by nbformat) builds its optional "iri" format checker at import when
+    # rfc3987_syntax is installed: 38 lark grammars, about a second of CPU on `sdpa-course`'s start-up.
+    # Nothing here checks formats (nbformat validates without them), so it is left out.
+    sys.modules.setdefault("rfc3987_syntax", None)
     from nbgrader.apps.autogradeapp import AutogradeApp
 
     if not os.path.isdir(root):
@@ -49,6 +54,11 @@ def load_app(root: Union[str, os.PathLike], args: Sequence[str] = (), require_co
 def step_dir(coursedir: CourseDirectory, step: str, student: str, assignment: str) -> str:
     """The normalised path of `step` (submitted, autograded, ...) for one student and assignment."""
     return os.path.normpath(coursedir.format_path(step, student, assignment))
+
+
+def autograded_top(coursedir: CourseDirectory) -> str:
+    """The autograded step's own directory (all students): home of the course lock and the import staging."""
+    return step_dir(coursedir, coursedir.autograded_directory, ".", ".")
 
 
 def sqlite_path(db_url: str) -> str:

@@ -25,7 +25,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
 from .bundle import write_tree
-from .coursedir import step_dir
+from .coursedir import autograded_top, step_dir
 
 if TYPE_CHECKING:
     from nbgrader.apps.autogradeapp import AutogradeApp
@@ -46,7 +46,7 @@ class Importer:
         self.app, self.assignment = app, assignment
         self.create_student = Autograde(coursedir=app.coursedir, parent=app).create_student
         self.coursedir = app.coursedir
-        self.staging = os.path.join(step_dir(self.coursedir, self.coursedir.autograded_directory, ".", "."), STAGING)
+        self.staging = os.path.join(autograded_top(self.coursedir), STAGING)
 
     def clean_staging(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)

@@ -42,7 +42,16 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, TextIO, Union
 
 from .bundle import make_bundle, read_tree
-from .coursedir import ASSIGNMENT, CourseError, check_course, find_submissions, load_app, needs_grading, step_dir
+from .coursedir import (
+    ASSIGNMENT,
+    CourseError,
+    autograded_top,
+    check_course,
+    find_submissions,
+    load_app,
+    needs_grading,
+    step_dir,
+)
 from .dask_cluster import DEFAULT_TIMEOUT, grade_on_dask_worker, probe_scheduler
 from .failures import Failure, exit_text, failure_result, reason_of
 from .importer import Importer
@@ -162,7 +171,7 @@ class Autograder:
             probe_scheduler(self.dask)
         todo, skipped = self.plan()
         summary.total, summary.skipped = len(todo) + len(skipped), skipped
-        lock = os.path.join(step_dir(self.app.coursedir, self.app.coursedir.autograded_directory, ".", "."), LOCK)
+        lock = os.path.join(autograded_top(self.app.coursedir), LOCK)
         with _Lock(lock):
             # Zygotes for the local workers, started before the imports and the bundle (seconds of one core).
             early = self._start_zygotes(len(todo)) if todo else []
