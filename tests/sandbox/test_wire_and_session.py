@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from autograder.grading.hidden_checks import seed_for
+from autograder.sandbox import launcher
 from autograder.sandbox.guest import wire
 from autograder.sandbox.session import Budget, StudentSession
 
@@ -153,3 +154,12 @@ def test_a_runner_that_names_itself_in_bytes_that_are_not_utf8_is_graded_and_sto
     while procfs.state(pid) not in ("", "Z") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert procfs.state(pid) in ("", "Z")
+
+
+@pytest.mark.skipif(not launcher.probe().isolated, reason="pid namespaces need bubblewrap")
+def test_the_grader_watches_a_fresh_runner_not_the_process_that_forked_it():
+    """A fresh runner's sandbox holds the process that warmed up and forked it (pid 2, ``zygote.serve_fresh``)
+    and the runner; the load evidence and the SIGSTOP check must read the runner's own host pid."""
+    with StudentSession(["import os\nmine = os.getpid()"]) as s:
+        s.run_notebook()
+        assert launcher._namespace_pid(s._pid) == s.get("mine") != 2
