@@ -211,6 +211,11 @@ for host, port in [("127.0.0.1", 22), ("127.0.0.1", 8888), ("localhost", 80)]:
 """,)),
     Sample("attack-fork-bomb", "attack", "lose", append=("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",)),  # noqa: E501 - test data
     Sample("attack-exit-kernel", "attack", "lose", append=("import os\nos._exit(0)",), lose=()),
+    # pid 2 is the zygote, or what forked a fresh runner: stopped, it would keep the sandbox (and the pipes) alive
+    Sample("attack-stop-sandbox-parent-and-exit", "attack", "lose", append=(
+        "import os, signal\ntry:\n    os.kill(2, signal.SIGSTOP)\nexcept OSError:\n    pass\nos._exit(0)",),
+        lose=(), note="pid 2 keeps uid 0 (root mode) and a runner that ended is seen gone at once: same outcome "
+                      "from both graders"),
     Sample("attack-kill-kernel", "attack", "lose", append=("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",)),
     Sample("attack-infinite-loop-cell", "attack", "lose", append=("while True:\n    pass",)),
     Sample("attack-infinite-loop-function", "attack", "lose", {"scale_scores": """

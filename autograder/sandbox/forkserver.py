@@ -54,7 +54,7 @@ class _Zygote:
     def __init__(self, server: ForkServer, limits: launcher.Limits, require_isolation: bool) -> None:
         self.server = server
         self.adopted = False  # started by this process's parent, which alone can reap it (`ForkServer.adopt`)
-        self.top = tempfile.mkdtemp(prefix="sdpa-zygote-", dir=server.directory)
+        self.top = tempfile.mkdtemp(prefix=runners.SANDBOX_PREFIX, dir=server.directory)
         scratch = os.path.join(self.top, "scratch")
         os.mkdir(scratch)
         self.log = open(os.path.join(self.top, "zygote.log"), "wb")

@@ -263,8 +263,9 @@ def sandboxed_popen(argv: list[str], *, scratch: os.PathLike, readonly: Sequence
     `scratch` (an existing host directory) is the read-write cwd and HOME,
     mounted at SCRATCH_MOUNT; `readonly` paths appear read-only at their host
     paths.  Stop it with `kill_tree`.  `zygote`: the process forks runners
-    (``guest/zygote.py``); as root it then keeps uid 0 with `ZYGOTE_CAPS`
-    (and scratch is not chown'ed), so that each runner gets a uid of its own.
+    (``guest/zygote.py``, which every runner's sandbox runs, a fresh runner's
+    too); as root it then keeps uid 0 with `ZYGOTE_CAPS` (and scratch is not
+    chown'ed), so that each runner gets a uid of its own.
     """
     reserved = _RESERVED.intersection(popen_kwargs)
     if reserved:

@@ -70,7 +70,7 @@ class _Warm:
             argv, readonly = runners.runner_command(limits)
             self.proc = launcher.sandboxed_popen(
                 argv, scratch=work, readonly=readonly, limits=limits,
-                require_isolation=require_isolation,
+                require_isolation=require_isolation, zygote=True,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
             self.replies = runners.reply_queue()
             threading.Thread(target=runners.read_replies, args=(self.proc.stdout, self.replies),

@@ -32,7 +32,7 @@ class HandedRunner:
     proc: subprocess.Popen  # or a forkserver.ForkedRunner
     replies: queue.Queue  # a `reply_queue()` filled by a `read_replies` thread
     directory: Optional[str]  # its `runner_dirs` top directory (removed by the session), or None
-    log: object  # its open runner.log file (closed by the session)
+    log: object  # its open log file (closed by the session)
 
 
 class RunnerSource(Protocol):
@@ -51,15 +51,19 @@ class RunnerSource(Protocol):
     def close(self) -> None: ...
 
 
+SANDBOX_PREFIX = "sdpa-sandbox-"  # of a runner's or a zygote's directory, whose scratch the sandbox sees
+
+
 def runner_dirs() -> tuple[str, str, IO[bytes]]:
     """(top, scratch, log file) of a new runner: the sandbox sees only scratch, not its own log.
 
-    The session removes `top` when the runner ends.
+    The log is a nameless file in `top`, as a forked runner's is in its
+    zygote's.  The session removes `top` when the runner ends.
     """
-    top = tempfile.mkdtemp(prefix="sdpa-run-")
+    top = tempfile.mkdtemp(prefix=SANDBOX_PREFIX)
     scratch = os.path.join(top, "scratch")
     os.mkdir(scratch)
-    return top, scratch, open(os.path.join(top, "runner.log"), "wb")
+    return top, scratch, tempfile.TemporaryFile(dir=top)
 
 
 def runner_command(limits: launcher.Limits) -> tuple[list[str], list[Path]]:

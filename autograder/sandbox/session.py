@@ -189,7 +189,7 @@ class StudentSession:
         argv, readonly = runner_command(self.limits)
         self.proc = launcher.sandboxed_popen(
             argv, scratch=work, readonly=readonly,
-            limits=self.limits, require_isolation=self.require_isolation,
+            limits=self.limits, require_isolation=self.require_isolation, zygote=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
         self._replies = reply_queue()
         threading.Thread(target=read_replies, args=(self.proc.stdout, self._replies), daemon=True).start()
@@ -220,9 +220,15 @@ class StudentSession:
                 raise _RunnerGone(f"the runner sent more than {MAX_UNSOLICITED_FRAMES} frames nobody asked for")
 
     def _check_not_stopped(self):
-        """A runner that stopped itself (SIGSTOP) uses no CPU and never answers: end it now."""
-        if self._pid is not None and launcher.process_state(self._pid) in ("T", "t"):
+        """A runner that stopped itself (SIGSTOP) uses no CPU and never answers: end it now.  One that
+        has ended is gone even if something else in its sandbox still holds its pipes open."""
+        if self._pid is None:
+            return
+        state = launcher.process_state(self._pid)
+        if state in ("T", "t"):
             raise _RunnerGone("运行环境把自己暂停了（SIGSTOP），评分进程已将其终止")
+        if state in ("", "Z"):
+            raise _RunnerGone("运行环境的进程已经结束")
 
     def _write(self, data, deadline):
         """Write `data` to the runner by `deadline`, never blocking past it (its pipe may be full)."""

@@ -29,10 +29,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not launcher.probe().isolated
 
 # What a student can see of its process and its sandbox (the pids aside).
 OBSERVE = textwrap.dedent("""
-    import ctypes, gc, hashlib, json, os, sys
+    import ctypes, gc, hashlib, json, os, re, sys
     def listing(path):
         return sorted(os.listdir(path))
-    def others():  # pid 1: bwrap's init; pid 2: a fresh runner itself, or the zygote
+    def may_signal(pid):
+        try:
+            os.kill(pid, 0)
+            return "allowed"
+        except OSError as exc:
+            return type(exc).__name__
+    def others():  # pid 1: bwrap's init; pid 2: the zygote, or what forked a fresh runner
         return [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, 2, os.getpid())]
     seen = json.dumps({
         "ppid": os.getppid(), "argv": sys.argv, "cwd": os.getcwd(), "scratch": listing("."),
@@ -50,6 +56,11 @@ OBSERVE = textwrap.dedent("""
         "guest": listing(os.path.dirname(sys.orig_argv[-4])),
         "modules": hashlib.sha256(" ".join(sorted(sys.modules)).encode()).hexdigest()[:16],
         "frozen": gc.get_freeze_count(),
+        # pid 2 (the zygote, or what forked a fresh runner): its ids and capabilities, whether we may signal it
+        "pid2": [line for line in open("/proc/2/status").read().splitlines()
+                 if line.split(":")[0] in ("Uid", "Gid", "CapEff", "CapPrm", "NoNewPrivs")],
+        "signal2": may_signal(2),
+        "log": re.sub(r"-[^-/]+/#[0-9]+", "-X/#N", os.readlink("/proc/self/fd/2")),
     }, sort_keys=True)
 """)
 FIRST_CELL = "import torch\nimport torch.nn.functional as F\nimport matplotlib.pyplot as plt"

@@ -81,6 +81,7 @@ CAP_SETUID = 7
 IPC_RMID = 0
 SNAPSHOT_MAX_BYTES = 16 * 2**20
 KILL_SECONDS = 5.0
+UIDS = (0x5A000000, 1 << 20)  # (base, span) of the runners' uids when no arguments say (launcher.UID_BASE/SPAN)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -489,8 +490,8 @@ def _new_uid(uids, last):
             return uid
 
 
-def serve(control: socket.socket, nproc: int = -1, uids: tuple[int, ...] = (0x5A000000, 1 << 20)) -> None:
-    if not (os.getpid() == 2 and os.getppid() == 1):
+def serve(control: socket.socket, nproc: int = -1, uids: tuple[int, int] = UIDS) -> None:
+    if not in_own_sandbox():
         _send(control, {"op": "refused", "detail": "the zygote needs a pid namespace of its own (bwrap)"})
         os._exit(2)
     dumpable = _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
@@ -545,16 +546,18 @@ def _send(control, msg):
     control.send(json.dumps(msg).encode())
 
 
-def serve_fresh() -> NoReturn:
+def serve_fresh(nproc: int = -1, uids: tuple[int, int] = UIDS) -> NoReturn:
     """A runner started on its own (stock nbgrader, no fork server): a zygote that forks just one runner.
 
-    It warms up and forks exactly as `serve` does, so student code finds the
-    same process in both kinds of runner (program, modules, frozen objects,
-    open files, what at-fork handlers reset, parent, pid) and a notebook
-    cannot earn a different grade from ``sdpa-course`` than from stock
-    nbgrader.  This process then only waits for its runner and ends with it.
-    Without bubblewrap's pid namespace (the unisolated fallback, whose /tmp is
-    the host's) it serves as the runner itself and lays back no files.
+    It is launched, warms up and forks exactly as `serve` does (as root: the
+    runner gets a uid of its own and this process keeps uid 0), so student
+    code finds the same process in both kinds of runner (program, modules,
+    frozen objects, open files, what at-fork handlers reset, parent, uids,
+    what it may signal) and a notebook cannot earn a different grade from
+    ``sdpa-course`` than from stock nbgrader.  This process then only waits
+    for its runner and ends with it.  Outside bubblewrap (the unisolated
+    fallback, whose /tmp is the host's) it serves as the runner itself and
+    lays back no files.
     """
     fds = [os.dup(0), os.dup(1), os.dup(2)]  # the grader's pipes, out of the warm-up's reach
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -562,25 +565,32 @@ def serve_fresh() -> NoReturn:
     os.dup2(devnull, 1)
     os.close(devnull)
     dumpable = _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
-    if not (os.getpid() == 2 and os.getppid() == 1):
+    if not in_own_sandbox():
         runner, _ = warm_up(restore_files=False)
         become_runner(runner, None, fds, dumpable, None, {}, -1, {})
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    structure = snapshot()  # noqa: F841 - kept alive as `serve` keeps it, so both freeze the same objects
+    structure = snapshot()
     runner, taken = warm_up()
+    uid = _new_uid(uids, None) if _switches_uids() else None
+    go_r, go_w = os.pipe()
     report_r, report_w = os.pipe()
     middle = os.fork()
     if middle == 0:
         child = os.fork()  # twice, as `serve` does: the runner's parent becomes bwrap's init
         if child == 0:
-            os.close(report_r)
-            os.close(report_w)
-            become_runner(runner, None, fds, dumpable, None, taken, -1, {})
+            for fd in (report_r, report_w, go_w):
+                os.close(fd)
+            # Not a word to the grader before the middle process is reaped: the grader then finds
+            # this runner as the only child of bwrap's init besides pid 2 (`launcher.runner_pid`).
+            os.read(go_r, 1)
+            os.close(go_r)
+            become_runner(runner, None, fds, dumpable, uid, taken, nproc, structure)
         os.write(report_w, str(child).encode())
         os._exit(0)
-    for fd in fds + [report_w]:
+    for fd in fds + [report_w, go_r]:
         os.close(fd)
     os.waitpid(middle, 0)
+    os.close(go_w)  # end of file: the runner goes on
     try:
         with os.fdopen(report_r, "rb") as report:
             waiter = select.poll()
@@ -591,23 +601,32 @@ def serve_fresh() -> NoReturn:
     os._exit(0)
 
 
+def in_own_sandbox() -> bool:
+    """pid 2 of a pid namespace whose init is bubblewrap's: only then are scratch, /tmp and /dev/shm ours
+    to lay back and every other process ours to kill (a grader that is a container's init is not bwrap)."""
+    try:
+        with open("/proc/1/comm", "rb") as f:
+            init = f.read().strip()
+    except OSError:
+        return False
+    return os.getpid() == 2 and os.getppid() == 1 and init == b"bwrap"
+
+
 def main() -> None:
     """argv: [max_processes uid_base uid_span] (``runners.runner_command``): the runners' RLIMIT_NPROC and uids.
 
     A control socket on fd 0 makes this a zygote (``forkserver.py``); a pipe, a fresh runner.
     """
+    numbers = [int(arg) for arg in sys.argv[1:4]]
+    nproc, uids = (numbers[0], (numbers[1], numbers[2])) if len(numbers) == 3 else (-1, UIDS)
     if not stat.S_ISSOCK(os.fstat(0).st_mode):
-        serve_fresh()
+        serve_fresh(nproc, uids)
     control = socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     os.close(devnull)
-    numbers = [int(arg) for arg in sys.argv[1:4]]
-    if len(numbers) == 3:
-        serve(control, numbers[0], tuple(numbers[1:]))
-    else:
-        serve(control)
+    serve(control, nproc, uids)
 
 
 if __name__ == "__main__":
