@@ -55,7 +55,7 @@ lint: install
 	$(abspath $(VENV))/bin/ruff check autograder hub solutions tests tools nbgrader_config.py
 
 test: install system-deps hub-deps lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=12
 
 test-fast: install lint
 	$(PY) -m pytest -q -m "not slow and not browser"
