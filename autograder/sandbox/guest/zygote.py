@@ -56,6 +56,7 @@ Control messages (SOCK_SEQPACKET on fd 0, one JSON object each)::
                        {"op": "clean", "nonce": N, "cpu": s} | {"op": "dirty", "nonce": N, "detail": "..."}
 """
 import ctypes
+import functools
 import gc
 import json
 import os
@@ -517,15 +518,9 @@ def serve(control: socket.socket, nproc: int = -1, uids: tuple[int, int] = UIDS)
                 _send(control, {"op": "dirty", "nonce": nonce, "detail": problem})
                 continue
             uid = _new_uid(uids, uid) if switch else None
-            middle = os.fork()
-            if middle == 0:
-                # Fork twice: the runner's parent becomes bwrap's init (pid 1), as a fresh runner's is.
-                if os.fork() == 0:
-                    become_runner(runner, control, fds, dumpable, uid, taken, nproc, structure)
-                os._exit(0)
+            fork_runner(functools.partial(become_runner, runner, control, fds, dumpable, uid, taken, nproc, structure))
             for fd in fds:
                 os.close(fd)
-            os.waitpid(middle, 0)
             _send(control, {"op": "forked", "nonce": nonce})
         elif op == "reset":
             for fd in fds:
@@ -560,10 +555,7 @@ def serve_fresh(nproc: int = -1, uids: tuple[int, int] = UIDS) -> NoReturn:
     lays back no files.
     """
     fds = [os.dup(0), os.dup(1), os.dup(2)]  # the grader's pipes, out of the warm-up's reach
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    os.dup2(devnull, 1)
-    os.close(devnull)
+    _stdio_to_devnull()
     dumpable = _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
     if not in_own_sandbox():
         runner, _ = warm_up(restore_files=False)
@@ -572,33 +564,47 @@ def serve_fresh(nproc: int = -1, uids: tuple[int, int] = UIDS) -> NoReturn:
     structure = snapshot()
     runner, taken = warm_up()
     uid = _new_uid(uids, None) if _switches_uids() else None
+    child = fork_runner(functools.partial(become_runner, runner, None, fds, dumpable, uid, taken, nproc, structure))
+    for fd in fds:
+        os.close(fd)
+    try:
+        waiter = select.poll()
+        waiter.register(os.pidfd_open(child), select.POLLIN)
+        waiter.poll()  # until the runner has ended; bwrap's init then ends the sandbox with us
+    except OSError:
+        pass  # the runner is gone already
+    os._exit(0)
+
+
+def fork_runner(start: Callable[[], NoReturn]) -> int:
+    """Fork the runner (`start`) twice over, so that its parent is bwrap's init; returns its pid.
+
+    The middle process is reaped before this returns and before the runner
+    starts: until then the runner would be its child, not init's, and the
+    grader that looks for it (`launcher.runner_pid`, ``forkserver.py``)
+    would find the middle one.
+    """
     go_r, go_w = os.pipe()
     report_r, report_w = os.pipe()
     middle = os.fork()
     if middle == 0:
-        child = os.fork()  # twice, as `serve` does: the runner's parent becomes bwrap's init
-        if child == 0:
-            for fd in (report_r, report_w, go_w):
-                os.close(fd)
-            # Not a word to the grader before the middle process is reaped: the grader then finds
-            # this runner as the only child of bwrap's init besides pid 2 (`launcher.runner_pid`).
-            os.read(go_r, 1)
-            os.close(go_r)
-            become_runner(runner, None, fds, dumpable, uid, taken, nproc, structure)
-        os.write(report_w, str(child).encode())
-        os._exit(0)
-    for fd in fds + [report_w, go_r]:
-        os.close(fd)
+        try:  # the middle process never returns into the caller's loop, even if this fork fails
+            child = os.fork()
+            if child == 0:
+                for fd in (report_r, report_w, go_w):
+                    os.close(fd)
+                os.read(go_r, 1)  # end of file once the middle process is reaped
+                os.close(go_r)
+                start()
+            os.write(report_w, str(child).encode())
+        finally:
+            os._exit(0)
+    os.close(report_w)
+    os.close(go_r)
     os.waitpid(middle, 0)
-    os.close(go_w)  # end of file: the runner goes on
-    try:
-        with os.fdopen(report_r, "rb") as report:
-            waiter = select.poll()
-            waiter.register(os.pidfd_open(int(report.read(32))), select.POLLIN)
-            waiter.poll()  # until the runner has ended; bwrap's init then ends the sandbox with us
-    except (OSError, ValueError):
-        pass  # the runner is gone already
-    os._exit(0)
+    os.close(go_w)
+    with os.fdopen(report_r, "rb") as report:
+        return int(report.read(32) or 0)
 
 
 def in_own_sandbox() -> bool:
@@ -612,6 +618,14 @@ def in_own_sandbox() -> bool:
     return os.getpid() == 2 and os.getppid() == 1 and init == b"bwrap"
 
 
+def _stdio_to_devnull() -> None:
+    """fds 0 and 1 on /dev/null: nothing the warm-up prints reaches the grader (its channels are dup'ed away)."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+
+
 def main() -> None:
     """argv: [max_processes uid_base uid_span] (``runners.runner_command``): the runners' RLIMIT_NPROC and uids.
 
@@ -622,10 +636,7 @@ def main() -> None:
     if not stat.S_ISSOCK(os.fstat(0).st_mode):
         serve_fresh(nproc, uids)
     control = socket.socket(fileno=os.dup(0))
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    os.dup2(devnull, 1)
-    os.close(devnull)
+    _stdio_to_devnull()
     serve(control, nproc, uids)
 
 
