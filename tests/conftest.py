@@ -6,8 +6,8 @@ read the gradebook, the feedback HTML and our grading reports.
 """
 import pytest
 
+import catalogue
 from autograder.demo import course
-from tests import catalogue
 
 # Shorter limits than the defaults keep the hang/loop samples cheap in CI.
 FAST_LIMITS = ("--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",

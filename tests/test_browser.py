@@ -27,9 +27,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import catalogue
 from autograder.demo import course
 from autograder.sandbox.guest import procfs
-from tests import catalogue
 
 try:
     from playwright.sync_api import Error as PlaywrightError

@@ -22,9 +22,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import catalogue as samples
 from hub import control
 from hub.control import ASSIGNMENT, COURSE_ID, INSTRUCTOR
-from tests import catalogue as samples
 
 STUDENT_A, STUDENT_B = control.STUDENTS[:2]
 SAMPLE_FOR = {STUDENT_A: "correct-reference", STUDENT_B: "bug-mask-inverted"}

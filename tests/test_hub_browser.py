@@ -29,9 +29,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import catalogue as samples
 from hub import control
 from hub.control import ASSIGNMENT, INSTRUCTOR
-from tests import catalogue as samples
 from tests import test_browser as lab_ui
 
 try:

@@ -3,9 +3,9 @@ import csv
 
 import pytest
 
+import catalogue
 from autograder.demo import course
 from autograder.grading.misconceptions import CATALOGUE as CODES
-from tests import catalogue
 
 from .conftest import grading_report
 

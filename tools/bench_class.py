@@ -18,9 +18,9 @@ from pathlib import Path
 
 import nbformat
 
+import catalogue
 from autograder.demo import course
 from autograder.demo.submissions import BUGS, CORRECT, Sample
-from tests import catalogue
 
 KINDS = ("correct", "buggy", "hanging", "crashing", "unreadable")
 RARE = ("hanging", "crashing", "unreadable")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import catalogue  # noqa: E402
 from autograder.demo import course  # noqa: E402
-from tests import catalogue  # noqa: E402
 
 DEFAULT = ("correct-reference", "attack-output-flood", "attack-stop-and-small-pipe")
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import catalogue  # noqa: E402
 from autograder.demo import course  # noqa: E402
-from tests import catalogue  # noqa: E402
 
 MIX = ["correct-reference", "bug-mask-inverted", "bug-scale-by-dk", "correct-alternatives", "bug-softmax-unstable",
        "bug-causal-off-by-one", "correct-noisy", "bug-padding-polarity"]

@@ -1,7 +1,7 @@
 """Sample submissions a class really produces: correct variants and realistic bugs.
 
 Used by `sdpa-course demo`, the benchmark and the tests; the attacks on the
-grader live with the tests (``tests/catalogue.py``), not in the package.  Each entry starts from the released
+grader live in the sample catalogue (``catalogue/``), not in this package.  Each entry starts from the released
 notebook with every answer filled in from the reference solution, then
 swaps in other code for some answer cells, appends cells, or edits the
 notebook JSON.  `expect` says what grading must give:

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+import catalogue
 from autograder import cli
 from autograder import report as reportlib
 from autograder.batch import importer, local_workers, run
 from autograder.demo import course
-from tests import catalogue
 
 # Short limits, as in conftest: the attack sample hangs/crashes cost less.
 LIMITS = ["--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",

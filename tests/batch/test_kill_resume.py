@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
+import catalogue
 from autograder import cli
 from autograder.batch import importer
 from autograder.demo import course
 from autograder.sandbox.guest import procfs
-from tests import catalogue
 
 LIMITS = ["--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",
           "--SandboxedExecute.cell_time_floor=2"]

@@ -13,7 +13,7 @@ from autograder.grading import cases, tolerances
 from autograder.grading.hidden_checks import run_checks
 from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.nbgrader.cells import is_test_cell, part_of
-from tests.catalogue import ROOT
+from catalogue import ROOT
 
 SEEDS = 30
 CODE_SAMPLES = [s for s in submissions.CORRECT if s.replace]

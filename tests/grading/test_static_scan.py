@@ -4,9 +4,10 @@ import textwrap
 
 import pytest
 
+import catalogue
 from autograder.grading import static_scan
 from autograder.grading.static_scan import Finding, scan
-from tests import catalogue
+from catalogue import evidence
 
 FUNCTIONS = ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
              "scaled_dot_product_attention", "causal_mask", "key_padding_to_attn_mask", "fixed_attention")
@@ -67,7 +68,7 @@ SOFTMAX_CASES = {
     "getattr-folded": ['def softmax(x, dim=-1):\n    return getattr(x, "soft" + "max")(dim)'],
     "aten-getattr": ['def softmax(x, dim=-1):\n    return torch.ops.aten.__getattr__("_softmax")(x, dim, False)'],
     "aten-string": ['def softmax(x, dim=-1):\n    return torch._C._dispatch_call("aten::_softmax", x, dim)'],
-    "masked-softmax": [catalogue.MASKED_SOFTMAX],
+    "masked-softmax": [evidence.MASKED_SOFTMAX],
     "masked-softmax-overload": ["def softmax(x, dim=-1):\n    return torch.ops.aten._masked_softmax.default(x, x > 0, dim)"],  # noqa: E501 - test data
     "refs": ["def softmax(x, dim=-1):\n    return torch._refs.softmax(x, dim)"],
     "decomp": ["def softmax(x, dim=-1):\n    return torch._decomp.decompositions._softmax(x, dim, False)"],
@@ -85,12 +86,12 @@ SOFTMAX_CASES = {
     "magic-cell-body": ["%%time\ndef softmax(x, dim=-1):\n    return torch.softmax(x, dim)"],
     "magic-line": ["%time sm = torch.softmax", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
     # stored into a name rather than bound to it (red-team findings)
-    "list-append": [catalogue.CAPTURED_REFS],
+    "list-append": [evidence.CAPTURED_REFS],
     "dict-update": ["_d = {}", "_d.update(f=torch.softmax)", "def softmax(x, dim=-1):\n    return _d['f'](x, dim)"],
     "setattr-holder": ["class H:\n    pass", "setattr(H, 'f', staticmethod(torch.softmax))",
                        "def softmax(x, dim=-1):\n    return H.f(x, dim)"],
     "walrus": ["(_impl := torch._refs.softmax)", "def softmax(x, dim=-1):\n    return _impl(x, dim)"],
-    "vars-lookup-stripped": [catalogue.LOOKED_UP_NAME],
+    "vars-lookup-stripped": [evidence.LOOKED_UP_NAME],
     "dict-lookup": ['def softmax(x, dim=-1):\n    return F.__dict__["softmax"](x, dim)'],
     # red-team pass 2
     "stored-by-a-function": ["_reg = {}", "def _fill(r):\n    r['f'] = torch.softmax", "_fill(_reg)",
@@ -122,7 +123,7 @@ def test_softmax_builtin_is_forbidden(name):
 SDPA_CASES = {
     "functional": ["def scaled_dot_product_attention(q, k, v, mask=None):\n"
                    "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None"],
-    "builtin-sample": [catalogue.BUILTIN_SDPA],
+    "builtin-sample": [evidence.BUILTIN_SDPA],
     "flash-cpu-op": ["def scaled_dot_product_attention(q, k, v, mask=None):\n"
                      "    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)[0], None"],
     "fused-choice": ["def scaled_dot_product_attention(q, k, v, mask=None):\n"
@@ -195,7 +196,7 @@ def test_correct_samples_have_no_forbidden(name, source):
     assert result.review == []
 
 
-@pytest.mark.parametrize("own", [catalogue.OWN_NAMES["softmax"], """
+@pytest.mark.parametrize("own", [evidence.OWN_NAMES["softmax"], """
     import types
     from collections import namedtuple
     def _by_hand(x, dim=-1):
@@ -215,12 +216,12 @@ def test_the_students_own_names_are_not_builtins(own):
 
 
 def test_a_cell_too_deep_to_read_is_flagged_not_fatal():
-    result = scan(cells(HAND_SOFTMAX, catalogue.DEEP_EXPRESSION), FUNCTIONS)
+    result = scan(cells(HAND_SOFTMAX, evidence.DEEP_EXPRESSION), FUNCTIONS)
     assert result.forbidden["softmax"] == [] and [f.code for f in result.review] == ["dynamic-code"]
 
 
 def test_reaching_the_runner_without_gc_is_flagged():
-    result = scan(cells(catalogue.UNWIRED_SDPA), FUNCTIONS)
+    result = scan(cells(evidence.UNWIRED_SDPA), FUNCTIONS)
     assert {"introspection", "grader-internals"} <= {f.code for f in result.review}
     assert codes(result, "scaled_dot_product_attention") == {"sdpa-builtin"}
 
@@ -385,6 +386,6 @@ def test_evidence_attacks_are_caught():
     assert codes(result, "softmax") == {"softmax-builtin"}
     assert codes(result, "scaled_dot_product_attention") == {"sdpa-builtin"}
     assert {"introspection", "grader-internals"} <= {f.code for f in result.review}
-    for source in (catalogue.STOP_AND_SMALL_PIPE, catalogue.OUTPUT_FLOOD, catalogue.ZYGOTE_STATE,
-                   catalogue.STRIP_TENSOR_DATA):
+    for source in (evidence.STOP_AND_SMALL_PIPE, evidence.OUTPUT_FLOOD, evidence.ZYGOTE_STATE,
+                   evidence.STRIP_TENSOR_DATA):
         assert scan([source], FUNCTIONS).review, source

@@ -19,10 +19,10 @@ import time
 
 import pytest
 
+import catalogue
 from autograder.sandbox import forkserver, launcher, runners, session
 from autograder.sandbox.guest import ZYGOTE
 from autograder.sandbox.session import StudentSession
-from tests import catalogue
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not launcher.probe().isolated,
                                                    reason="the fork server needs bubblewrap")]

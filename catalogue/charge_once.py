@@ -1,6 +1,7 @@
-"""Points each single-bug sample loses, with each mistake charged once and with strict end-to-end grading.
+"""``python -m catalogue charge-once``: points each single-bug sample loses, with each mistake charged once and
+with strict end-to-end grading.
 
-Usage: python tools/charge_once.py [--markdown]
+Usage: python -m catalogue charge-once [--markdown]
 
 Runs the hidden checks in this process (trusted: our own buggy samples, no
 sandbox) on the reference solution with one sample's answer cells swapped in,
@@ -8,20 +9,13 @@ once with ``charge_once`` (opt-in: ``TrustedScoring.charge_each_mistake_once = T
 and once strict, and prints per sample: the points lost in each mode, the
 parts that lost them, and the root-cause line the feedback shows.
 """
-import argparse
-import sys
-from pathlib import Path
-
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from autograder.demo.submissions import BUGS  # noqa: E402
-from autograder.grading import root_causes  # noqa: E402
-from autograder.grading.hidden_checks import run_checks  # noqa: E402
-from autograder.grading.local_student import LocalStudent, reference_namespace  # noqa: E402
-from autograder.nbgrader.cells import is_test_cell, part_of  # noqa: E402
+from autograder.demo.submissions import BUGS, ROOT
+from autograder.grading import root_causes
+from autograder.grading.hidden_checks import run_checks
+from autograder.grading.local_student import LocalStudent, reference_namespace
+from autograder.nbgrader.cells import is_test_cell, part_of
 
 SOURCE = ROOT / "source" / "sdpa" / "sdpa.ipynb"
 
@@ -41,10 +35,11 @@ def grade(sample, order, charge_once):
     return lost, results
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser):
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    args = parser.parse_args()
+
+
+def main(args) -> int:
     order = parts()
     # Built-in APIs are charged by reading the code (TrustedScoring's static scan), not by these checks.
     single = [s for s in BUGS if len(s.replace) == 1 and not s.append and s.edit is None
@@ -70,7 +65,4 @@ def main():
     total_strict = sum(float(r[1]) for r in rows)
     total_once = sum(float(r[3]) for r in rows)
     print(f"\n{len(rows)} single-bug samples: {total_strict:g} points lost in strict mode, {total_once:g} charged once")
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -1,29 +1,44 @@
-"""Grade the whole sample catalogue with stock nbgrader and print the figures.
+"""``python -m catalogue``: grade the whole sample catalogue with stock nbgrader and print the figures.
 
-Usage: python tools/catalogue.py [--keep DIR]
+Usage: python -m catalogue [--keep DIR] [--json FILE]
 
 Prints one line per sample (kind, expectation, score, codes named, seconds,
 verdict) and the summary: catch rate (buggy samples that lose points),
 diagnosis rate (buggy samples whose expected codes the feedback names),
 attacks held, correct variants at full marks, and seconds per submission.
 Exits non-zero if any sample is not graded as expected.
+
+``--json FILE`` also writes what each sample got, so that two runs (of
+two commits, say) can be diffed::
+
+    {sample name: {"cells": {grade_id: [score, max_score]}, "codes": [codes the feedback names]}}
+
+(no timings in it: the same grades give the same file).
 """
-import argparse
-import sys
+import json
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from autograder.demo import course  # noqa: E402
-from autograder.grading import record  # noqa: E402
-from tests import catalogue  # noqa: E402
+import catalogue
+from autograder.demo import course
+from autograder.grading import record
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keep", help="grade in this directory and keep it (default: a temporary one)")
-    args = parser.parse_args()
+def add_arguments(parser):
+    parser.add_argument("--keep", metavar="DIR", help="grade in this directory and keep it (default: a temporary one)")
+    parser.add_argument("--json", metavar="FILE", help="write {sample: {cells: {grade_id: [score, max_score]}, "
+                                                       "codes: [...]}} here, to diff two runs")
+
+
+def figures(cells_by_sample: dict, codes_by_sample: dict) -> dict:
+    """What ``--json`` writes: per sample, each cell's [score, max_score] and the codes named (sorted)."""
+    return {name: {"cells": {grade_id: [score, top] for grade_id, (score, top) in sorted(cells.items())},
+                   "codes": sorted(codes_by_sample.get(name, ()))}
+            for name, cells in cells_by_sample.items()}
+
+
+def main(args) -> int:
+    named = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = course.make_course(Path(args.keep or tmp) / "course")
         grades, seconds, _ = course.grade_samples(root, catalogue.CATALOGUE)
@@ -32,6 +47,7 @@ def main():
             cells = grades.get(sample.name, {})
             report = course.grading_report(root, sample.name) if cells else {}
             shown = sorted(record.codes_named(report))
+            named[sample.name] = shown
             ok, why = catalogue.verdict(sample, cells, shown) if cells else (False, "not graded")
             earned = sum(s or 0 for s, _ in cells.values())
             caught = sample.kind != "bug" or earned < sum(m for _, m in cells.values())
@@ -55,8 +71,7 @@ def main():
         f"{row[0]} ({'held' if row[6] == 'ok' else 'FAILED'})" for row in rows if row[0] in evidence))
     print(f"grading time:    {seconds / len(catalogue.CATALOGUE):.2f} s per submission "
           f"(stock nbgrader autograde, {len(catalogue.CATALOGUE)} submissions, {seconds:.0f} s)")
+    if args.json:
+        cells = {s.name: grades.get(s.name, {}) for s in catalogue.CATALOGUE}
+        Path(args.json).write_text(json.dumps(figures(cells, named), indent=1, ensure_ascii=False) + "\n")
     return 0 if all(r[6] == "ok" for r in rows) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
