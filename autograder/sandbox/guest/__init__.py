@@ -1,4 +1,4 @@
-"""The only files mounted into the sandbox: the zygote (the guest's program), the runner, the wire protocol.
+"""The only files mounted into the sandbox: the zygote (the guest's program) and the modules it imports.
 
 They run as the student's process, so they use the standard library and
 torch only, import each other by plain module name (``import wire``), and
@@ -12,4 +12,5 @@ RUNNER = GUEST_DIR / "runner.py"
 ZYGOTE = GUEST_DIR / "zygote.py"
 WIRE = GUEST_DIR / "wire.py"
 PROCFS = GUEST_DIR / "procfs.py"
-FILES = (RUNNER, ZYGOTE, WIRE, PROCFS)  # mounted read-only; nothing else of this package is
+ZYGOTE_PARTS = tuple(GUEST_DIR / name for name in ("warmup.py", "reset.py", "selfcheck.py", "uids.py"))
+FILES = (RUNNER, ZYGOTE, WIRE, PROCFS, *ZYGOTE_PARTS)  # mounted read-only; nothing else of this package is
