@@ -1,6 +1,6 @@
 """Assertion helpers for the hidden checks: compare, diagnose, explain.
 
-The checks (``autograder/checks/test_*.py``) call the student's functions
+The checks (``autograder/grading/checks/test_*.py``) call the student's functions
 through a session and hand the results to `expect_tensor` and friends.  A
 failure raises `CheckFailed` carrying a Chinese message, the misconception
 codes that the evidence supports, and a minimal failing example; the scoring
@@ -13,14 +13,12 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 
+from ..sandbox.guest import forbidden
 from ..sandbox.guest.wire import STRIDED, TensorSpec
 from . import cases, mutants, tolerances
 
 if TYPE_CHECKING:
     from ..sandbox.session import CallResult
-
-SOFTMAX_APIS = ("softmax", "log_softmax", "softmin", "Softmax")
-SDPA_APIS = ("scaled_dot_product", "multi_head_attention", "MultiheadAttention", "_fused_sdp")
 
 
 # Key of the tolerance in a failing example: kept in grading.json, never shown to students.
@@ -38,13 +36,8 @@ class CheckFailed(AssertionError):
 
 
 def forbidden_codes(names: Iterable[str]) -> list[str]:
-    codes = []
-    for name in names:
-        if any(api in name for api in SDPA_APIS):
-            codes.append("sdpa-builtin")
-        elif any(api in name for api in SOFTMAX_APIS):
-            codes.append("softmax-builtin")
-    return codes
+    """The misconception code of each blocked call the runner reported (names it did not block give none)."""
+    return [code for code in map(forbidden.code_of_blocked, names) if code]
 
 
 def require_ok(result: CallResult, what: str) -> Any:

@@ -1,7 +1,7 @@
 """Runners forked from a warmed zygote, so no student waits for `import torch`.
 
 A fresh runner costs seconds of CPU before its student's first line runs
-(``guest/zygote.py`` lists what; ``tools/bench.py --profile --zygote`` measures it).  A `ForkServer` starts one zygote
+(``guest/zygote.py`` lists what; ``benchmarks profile --zygote`` measures it).  A `ForkServer` starts one zygote
 sandbox -- through `launcher.sandboxed_popen`, with the limits and isolation
 the sessions ask for -- and, as a `runners.RunnerSource`, hands each
 session a runner forked from it: a new process that never ran anyone's

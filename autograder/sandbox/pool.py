@@ -5,7 +5,7 @@ bubblewrap pid namespace): it hides a fresh runner's start-up behind the
 previous submission but does not remove its CPU cost, as the zygote does.
 
 Before a runner can execute a notebook's first cell it costs seconds of
-CPU (``tools/bench.py --profile`` measures them): bubblewrap, the
+CPU (``python -m benchmarks profile`` measures them): bubblewrap, the
 interpreter, IPython, and the first (instructor) cell's ``import torch`` /
 ``import matplotlib.pyplot``.  A `RunnerPool` keeps one
 runner started ahead of need, so that work overlaps the previous submission

@@ -3,7 +3,7 @@
 They run as the student's process, so they use the standard library and
 torch only, import each other by plain module name (``import wire``), and
 decide nothing about a grade.  The trusted side imports `wire` from here to
-read what they send.
+read what they send, and `forbidden` to read the same forbidden families.
 """
 from pathlib import Path
 
@@ -12,5 +12,6 @@ RUNNER = GUEST_DIR / "runner.py"
 ZYGOTE = GUEST_DIR / "zygote.py"
 WIRE = GUEST_DIR / "wire.py"
 PROCFS = GUEST_DIR / "procfs.py"
+FORBIDDEN = GUEST_DIR / "forbidden.py"
 ZYGOTE_PARTS = tuple(GUEST_DIR / name for name in ("warmup.py", "reset.py", "selfcheck.py", "uids.py"))
-FILES = (RUNNER, ZYGOTE, WIRE, PROCFS, *ZYGOTE_PARTS)  # mounted read-only; nothing else of this package is
+FILES = (RUNNER, ZYGOTE, WIRE, PROCFS, FORBIDDEN, *ZYGOTE_PARTS)  # mounted read-only; nothing else of this package is

@@ -10,7 +10,6 @@ own prints go to captured cell outputs instead.
 Nothing here decides a grade: it only reports what the student's code did.
 """
 import os
-import re
 import sys
 import time
 import traceback
@@ -23,29 +22,11 @@ import wire  # noqa: E402
 MAX_STREAM_CHARS_PER_CELL = 20_000
 MAX_DISPLAY_BYTES_PER_CELL = 2 * 2**20
 
-# Built-in softmax and attention, forbidden inside student functions while
-# checks run.  The set is derived at start-up, not listed by hand: every op in
-# the dispatcher's registry and every function or module class of the torch
-# namespaces below whose name matches the family (aliases, private kernels,
-# overloads and Python references included).  This tripwire lives in the
-# student's process, so it is only a second layer: the trusted grader also
+# Built-in softmax and attention (``forbidden.py``, the one definition) are
+# forbidden inside student functions while checks run.  This tripwire lives in
+# the student's process, so it is only a second layer: the trusted grader also
 # scans the student's code (``static_scan.py``).
-FAMILY = re.compile(r"(?i)(soft(max|min)|scaled_dot_product|_fused_sdp|flash_attention|efficient_attention|"
-                    r"cudnn_attention|multi_?head_?attention|flex_attention|transformer_encoder_layer|_transformer|"
-                    r"sdpa)")
-PY_NAMESPACES = ("torch", "torch.Tensor", "torch.nn.functional", "torch.special", "torch.sparse", "torch.masked",
-                 "torch.nested", "torch._refs", "torch._refs.nn.functional", "torch._refs.special",
-                 "torch._decomp.decompositions", "torch.nn", "torch.nn.attention",
-                 "torch.nn.attention.flex_attention")
-KERNEL_KEYS = ("CPU", "CUDA", "Meta", "MkldnnCPU", "QuantizedCPU", "SparseCPU", "SparseCUDA", "SparseCsrCPU",
-               "NestedTensorCPU", "NestedTensorCUDA", "CompositeImplicitAutograd", "CompositeExplicitAutograd")
-
-
-def forbidden_ops() -> list[str]:
-    """Qualified names ("aten::_softmax", "aten::softmax.int", ...) of every registered op in the family."""
-    import torch
-
-    return sorted(name for name in torch._C._dispatch_get_all_op_names() if FAMILY.search(name.split("::")[-1]))
+from forbidden import KERNEL_KEYS, PY_NAMESPACES, blocked, forbidden_ops  # noqa: E402
 
 
 class ForbiddenAPIError(RuntimeError):
@@ -250,7 +231,7 @@ class Runner:
                 owner = importlib.import_module(path) if path != "torch.Tensor" else torch.Tensor
             except Exception:  # noqa: BLE001 - a namespace missing in this torch is fine
                 continue
-            for attr in [a for a in dir(owner) if FAMILY.search(a)]:
+            for attr in [a for a in dir(owner) if blocked(a)]:
                 value = getattr(owner, attr, None)
                 if isinstance(value, type) and issubclass(value, torch.nn.Module):
                     if "forward" in vars(value):
