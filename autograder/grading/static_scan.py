@@ -21,73 +21,37 @@ Standard library and IPython only; torch is never imported here.
 import ast
 import re
 from dataclasses import dataclass
-from typing import Iterable, Optional, Union
+from typing import Iterable, Optional
 
-from IPython.core.inputtransformer2 import TransformerManager
-
-SOFTMAX_FAMILY = re.compile(r"(?i)soft(max|min)")
-SDPA_FAMILY = re.compile(r"(?i)(scaled_dot_product|_fused_sdp|flash_attention|efficient_attention|cudnn_attention|"
-                         r"multi_?head_?attention|flex_attention|transformer_encoder_layer|_transformer|^transformer)")
-# What `from torch... import *` may bind from the two families.
-STAR_NAMES = ("softmax", "log_softmax", "softmin", "scaled_dot_product_attention", "multi_head_attention_forward")
-
-# Review tables.  Attribute names suspicious on any object:
-REVIEW_ATTRS = {
-    "introspection": {"f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "__globals__", "__closure__",
-                      "__code__", "__subclasses__", "__builtins__", "_getframe", "__wrapped__", "__dict__",
-                      "getclosurevars", "__getattribute__", "__getattr__"},
-    "native-code": {"CDLL", "PyDLL", "cdll", "pydll", "pythonapi", "LoadLibrary", "load_library", "_C",
-                    "redispatch"},
-    "process-limits": {"setrlimit", "prlimit", "setpriority", "sched_setaffinity", "sched_setscheduler",
-                       "sched_setparam"},
-    "other-processes": {"killpg", "pthread_kill", "pidfd_open", "pidfd_send_signal"},
-    "dynamic-code": {"import_module", "__import__", "attrgetter", "methodcaller", "getattr_static"},
-    "grader-internals": {"display_formatter", "display_pub", "displayhook", "user_ns_hidden", "proto_out",
-                         "proto_in", "forbidden_used", "blocking", "_aten_library", "_libraries", "_destroy",
-                         "install_tripwires"},
-}
-ATTR_CODE = {name: code for code, names in REVIEW_ATTRS.items() for name in names}
-# Qualified names (after the student's import aliases) whose last part is too common to flag alone.
-QUALNAME_CODE = {
-    **dict.fromkeys(("sys._getframe", "inspect.currentframe", "inspect.stack", "inspect.trace",
-                     "inspect.getouterframes"), "introspection"),
-    **dict.fromkeys(("os.kill", "os.killpg", "signal.pthread_kill", "os.pidfd_open", "signal.pidfd_send_signal"),
-                    "other-processes"),
-    **dict.fromkeys(("os.nice", "os.setpriority", "os.sched_setaffinity", "os.sched_setscheduler",
-                     "os.sched_setparam", "resource.setrlimit", "resource.prlimit"), "process-limits"),
-    **dict.fromkeys(("os.fork", "os.forkpty", "os.posix_spawn", "os.posix_spawnp", "os.system", "os.popen",
-                     "os.execv", "os.execve", "os.execl", "os.execle", "os.execlp", "os.execlpe", "os.execvp",
-                     "os.execvpe", "os.spawnv", "os.spawnve", "os.spawnl", "os.spawnle", "os.spawnlp", "os.spawnvp",
-                     "concurrent.futures.ProcessPoolExecutor"), "process-creation"),
-    **dict.fromkeys(("importlib.import_module", "builtins.exec", "builtins.eval", "builtins.compile",
-                     "builtins.__import__"), "dynamic-code"),
-}
-# Modules whose every use is flagged.
-MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
-               "ctypes": "native-code", "_ctypes": "native-code", "cffi": "native-code",
-               "mmap": "native-code", "fcntl": "process-limits", "subprocess": "process-creation",
-               "multiprocessing": "process-creation", "pty": "process-creation", "socket": "other-processes",
-               "autograder": "grader-internals",
-               "wire": "grader-internals", "sandbox_runner": "grader-internals"}
-NAME_CODE = {"exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code",
-             "__import__": "dynamic-code", "__builtins__": "introspection"}
-LOOKUP_BUILTINS = {"getattr", "setattr", "delattr", "vars", "globals"}  # flagged when passed around, not called
-GRADER_STRINGS = {"sandbox_runner", "wire", "autograder"}
-SO_FILE = re.compile(r"\.so(\.\d+)*$")
-# Magics whose body is Python run in the user namespace (scanned as such), and
-# magics that run code the scan cannot read (shell, other files, other interpreters).
-PYTHON_MAGICS = {"time", "timeit", "prun", "capture"}
-FOREIGN_MAGICS = {"run", "load", "loadpy", "sx", "system", "sc", "bash", "sh", "script", "python", "python2",
-                  "python3", "pypy", "perl", "ruby", "writefile", "file"}
-MODULE_MUTATORS = {"pop", "update", "clear", "setdefault", "popitem", "__setitem__", "__delitem__"}
-# Methods that store a value into the object they are called on (`cache.append(torch.softmax)`).
-CONTAINER_STORES = {"append", "extend", "insert", "add", "update", "setdefault", "__setitem__", "appendleft",
-                    "extendleft", "put", "put_nowait", "push"}
-# Calls that look a name up at run time: a string passed to them is a name, not text.
-LOOKUP_CALLS = {"getattr", "hasattr", "setattr", "attrgetter", "methodcaller", "getattr_static", "import_module",
-                "__getattr__", "__getattribute__", "get", "__getitem__"}
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
-          ast.DictComp, ast.GeneratorExp)
+from .scan_ast import (
+    call_arguments,
+    flat_targets,
+    folded_string,
+    is_call_to,
+    is_ipython_call,
+    is_lookup_owner,
+    names_read,
+    parse_cell,
+    root_name,
+    short,
+    stored_into,
+    top_names,
+)
+from .scan_policy import (
+    ATTR_CODE,
+    FOREIGN_MAGICS,
+    GRADER_STRINGS,
+    LABELS,
+    LOOKUP_BUILTINS,
+    LOOKUP_CALLS,
+    MODULE_CODE,
+    MODULE_MUTATORS,
+    NAME_CODE,
+    QUALNAME_CODE,
+    SO_FILE,
+    STAR_NAMES,
+    family,
+)
 
 
 @dataclass(frozen=True)
@@ -114,30 +78,17 @@ class _Binding:
     refs: set       # global names it reads
 
 
-LABELS = {"softmax-builtin": "内置 softmax", "sdpa-builtin": "内置注意力实现", "introspection": "窥探栈帧或对象",
-          "module-edit": "改动模块", "native-code": "加载本地代码", "process-limits": "改动进程限制或调度",
-          "other-processes": "触及其他进程", "dynamic-code": "动态执行代码", "grader-internals": "触及评分程序内部",
-          "process-creation": "另起进程"}
-
-
 def describe(finding: Finding) -> str:
     """One short Chinese line for students and instructors (cells counted from 1)."""
     label = LABELS.get(finding.code, finding.code)
     return f"第 {finding.cell + 1} 个单元格第 {finding.line} 行：{finding.detail}（{label}）"
 
 
-def family(name: str) -> str | None:
-    """The forbidden code an identifier belongs to; attention wins over softmax."""
-    if SDPA_FAMILY.search(name):
-        return "sdpa-builtin"
-    return "softmax-builtin" if SOFTMAX_FAMILY.search(name) else None
-
-
 def scan(sources: list[str], functions: Iterable[str]) -> ScanResult:
     """Scan the student's code cells (in notebook order) for the graded `functions`."""
     trees, unparsable = {}, []
     for index, source in enumerate(sources):
-        tree = _parse(source)
+        tree = parse_cell(source)
         if tree is None:
             unparsable.append(index)
         else:
@@ -162,182 +113,6 @@ def scan(sources: list[str], functions: Iterable[str]) -> ScanResult:
     return ScanResult(scanner.findings, forbidden, review, unparsable)
 
 
-def _parse(source):
-    """The cell as an AST (IPython syntax turned into Python), or None when it cannot be read."""
-    if isinstance(source, list):  # a notebook's JSON may store a cell's source as lines
-        source = "".join(source)
-    try:
-        tree = ast.parse(TransformerManager().transform_cell(source))
-        return _PythonMagics().visit(tree)
-    except Exception:  # SyntaxError, ValueError (NUL bytes), a transformer failing on odd input
-        return None
-
-
-class _PythonMagics(ast.NodeTransformer):
-    """Splices the Python bodies of `%time`/`%%time`-like magics in place, so they are read too."""
-
-    def visit_Expr(self, node: ast.Expr) -> Union[ast.AST, list[ast.stmt]]:
-        call = node.value
-        if not (_is_ipython_call(call, "run_cell_magic", "run_line_magic") and call.args
-                and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)):
-            return node
-        name, cell = call.args[0].value, call.func.attr == "run_cell_magic"
-        if name not in PYTHON_MAGICS or len(call.args) < (3 if cell else 2) or (name == "capture" and not cell):
-            return node
-        try:
-            body = ast.parse(TransformerManager().transform_cell(call.args[-1].value))
-        except Exception:
-            return node
-        ast.increment_lineno(body, node.lineno if cell else node.lineno - 1)
-        return self.visit(body).body
-
-
-def _is_ipython_call(node, *methods):
-    """`get_ipython().<method>(...)`, which is what IPython's escapes turn into."""
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods
-            and isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name)
-            and node.func.value.func.id == "get_ipython")
-
-
-def _short(text):
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _folded_string(node):
-    """The value of a string literal or of a `+` of string literals ("soft" + "max"), else None."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _folded_string(node.left), _folded_string(node.right)
-        if left is not None and right is not None:
-            return left + right
-    return None
-
-
-def _root(node):
-    """The name at the bottom of an attribute/subscript chain (`a` in `a.b[0].c`)."""
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def _flat_targets(target):
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [t for elt in target.elts for t in _flat_targets(elt)]
-    return [target.value] if isinstance(target, ast.Starred) else [target]
-
-
-def _is_lookup_owner(node):
-    """`vars(m)[...]`, `globals().get(...)`, `m.__dict__[...]`: namespaces indexed by name."""
-    owner = node.value
-    return _is_call_to(owner, "vars", "globals") or (isinstance(owner, ast.Attribute) and owner.attr == "__dict__")
-
-
-def _is_call_to(node, *names):
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
-
-
-# -- scopes: which global names a statement reads ------------------------------------
-
-def _outer_parts(scope):
-    """Parts of a nested scope that are evaluated in the enclosing scope."""
-    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        args = scope.args
-        return [*getattr(scope, "decorator_list", []), *args.defaults, *[d for d in args.kw_defaults if d]]
-    if isinstance(scope, ast.ClassDef):
-        return [*scope.decorator_list, *scope.bases, *[k.value for k in scope.keywords]]
-    return [scope.generators[0].iter]
-
-
-def _inner_parts(scope):
-    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return list(scope.body)
-    if isinstance(scope, ast.Lambda):
-        return [scope.body]
-    return [child for child in ast.iter_child_nodes(scope)]
-
-
-def _params(scope):
-    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        return set()
-    args = scope.args
-    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-    return {a.arg for a in every if a is not None}
-
-
-def _reads(nodes, scope=None):
-    """Names read from outside `scope` (module level when None): a function's locals do not count."""
-    loads, nested, stores, declared = set(), set(), _params(scope), set()
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, SCOPES):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                stores.add(node.name)
-            stack.extend(_outer_parts(node))
-            nested |= _reads(_inner_parts(node), node)
-            continue
-        if isinstance(node, ast.Name):
-            (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            declared.update(node.names)
-        elif isinstance(node, ast.alias):
-            stores.add(node.asname or node.name.split(".")[0])
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            stores.add(node.name)
-        stack.extend(ast.iter_child_nodes(node))
-    if scope is None:
-        return loads | nested
-    local = stores - declared
-    # A class body's names are not visible inside its methods.
-    return (loads - local) | (nested if isinstance(scope, ast.ClassDef) else nested - local)
-
-
-def _call_arguments(nodes):
-    """Names passed as arguments to calls that run at module level."""
-    out, stack = [], [n for n in nodes if not isinstance(n, SCOPES)]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, SCOPES):
-            stack.extend(_outer_parts(node))
-            continue
-        if isinstance(node, ast.Call):
-            out += [a.id for a in node.args + [k.value for k in node.keywords] if isinstance(a, ast.Name)]
-        stack.extend(ast.iter_child_nodes(node))
-    return list(dict.fromkeys(out))
-
-
-def _top_names(stmt):
-    """Names a module-level statement binds (compound statements' bodies included)."""
-    for node in ast.walk(stmt):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield node.name
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            yield node.id
-
-
-def _stored_into(nodes):
-    """Global names a module-level statement puts a value into without binding them.
-
-    `cache.append(torch.softmax)`, `setattr(holder, "f", F.softmax)` and
-    `(impl := torch.softmax)` all make what they store reachable through that name.
-    """
-    out, stack = [], [n for n in nodes if not isinstance(n, SCOPES)]  # a def's or class's own name is bound already
-    while stack:
-        node = stack.pop()
-        if isinstance(node, SCOPES):
-            stack.extend(_outer_parts(node))  # only what runs at module level
-            continue
-        if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-            out.append(node.target.id)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_STORES:
-            out.append(_root(node.func.value))
-        elif _is_call_to(node, "setattr") and node.args:
-            out.append(_root(node.args[0]))
-        stack.extend(ast.iter_child_nodes(node))
-    return [name for name in dict.fromkeys(out) if name]
-
-
 # -- the scanner ---------------------------------------------------------------------
 
 class _Scanner:
@@ -352,7 +127,7 @@ class _Scanner:
         self.own_attributes = set()  # attribute names the student defines (methods, self.x = ...)
         self.looked_up = set()  # ids of string nodes used as names by a run-time lookup
         self.called = set()  # ids of Name nodes in call position
-        self.top_level = {n for tree in trees for stmt in tree.body for n in _top_names(stmt)}
+        self.top_level = {n for tree in trees for stmt in tree.body for n in top_names(stmt)}
         self.defined = {stmt.name for tree in trees for stmt in ast.walk(tree)
                         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         for node in (n for tree in trees for n in ast.walk(tree)):
@@ -371,11 +146,11 @@ class _Scanner:
                         if isinstance(n, ast.Constant) and isinstance(n.value, str):
                             self.own_attributes |= set(re.split(r"[\s,]+", n.value))
             callee = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
-            if callee in LOOKUP_CALLS and not (callee in ("get", "__getitem__") and not _is_lookup_owner(node.func)):
+            if callee in LOOKUP_CALLS and not (callee in ("get", "__getitem__") and not is_lookup_owner(node.func)):
                 self.looked_up |= {id(n) for arg in node.args for n in ast.walk(arg)}
-        if isinstance(node, ast.Subscript) and _is_lookup_owner(node):
+        if isinstance(node, ast.Subscript) and is_lookup_owner(node):
             self.looked_up |= {id(n) for n in ast.walk(node.slice)}
-        if _is_ipython_call(node, "run_line_magic", "run_cell_magic", "system", "getoutput"):
+        if is_ipython_call(node, "run_line_magic", "run_cell_magic", "system", "getoutput"):
             self.magic_text |= {id(arg) for arg in node.args}
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             first = node.body[0] if node.body else None
@@ -411,9 +186,9 @@ class _Scanner:
         elif isinstance(node, ast.Assign):
             value = node.value
             names = {t.id for t in node.targets if isinstance(t, ast.Name)}
-            if _is_call_to(value, "get_ipython"):
+            if is_call_to(value, "get_ipython"):
                 self.ipython |= names
-            imported = _is_call_to(value, "__import__") or (
+            imported = is_call_to(value, "__import__") or (
                 isinstance(value, ast.Call) and self.qualname(value.func) == "importlib.import_module")
             if imported or (isinstance(value, ast.Subscript) and self.qualname(value.value) == "sys.modules"):
                 self.module_vars |= names
@@ -454,11 +229,11 @@ class _Scanner:
             return self._bind([stmt], [stmt.name], [], conditional)
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            flat = [t for target in targets for t in _flat_targets(target)]
+            flat = [t for target in targets for t in flat_targets(target)]
             names = [t.id for t in flat if isinstance(t, ast.Name)]
-            roots = [_root(t) for t in flat if not isinstance(t, ast.Name) and _root(t)]
+            roots = [root_name(t) for t in flat if not isinstance(t, ast.Name) and root_name(t)]
             roots += [t.slice.value for t in flat if isinstance(t, ast.Subscript)  # globals()["sm"] = ...
-                      and _is_call_to(t.value, "globals", "vars") and isinstance(t.slice, ast.Constant)
+                      and is_call_to(t.value, "globals", "vars") and isinstance(t.slice, ast.Constant)
                       and isinstance(t.slice.value, str)]
             if isinstance(stmt, ast.AugAssign) or (isinstance(stmt, ast.AnnAssign) and stmt.value is None):
                 names, roots = [], names + roots  # reads the old value: adds to it
@@ -472,7 +247,7 @@ class _Scanner:
         header = [n for v in header for n in (v if isinstance(v, list) else [v]) if isinstance(n, ast.AST)]
         owners = []
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
-            owners = [t.id for t in _flat_targets(stmt.target) if isinstance(t, ast.Name)]
+            owners = [t.id for t in flat_targets(stmt.target) if isinstance(t, ast.Name)]
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             owners = [n.id for item in stmt.items if item.optional_vars is not None
                       for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name)]
@@ -513,13 +288,13 @@ class _Scanner:
         """
         extra_owners = extra_owners + [name for node in nodes for n in ast.walk(node)
                                        if isinstance(n, ast.Global) for name in n.names]
-        extra_owners += [name for name in _stored_into(nodes) if name not in names]
+        extra_owners += [name for name in stored_into(nodes) if name not in names]
         # `fill(registry)`: the callee may store into its argument (a function or class passed is not filled)
-        extra_owners += [name for name in _call_arguments(nodes) if name not in names + extra_owners
+        extra_owners += [name for name in call_arguments(nodes) if name not in names + extra_owners
                          and name not in self.defined]
         owner = (names + extra_owners)[0] if names + extra_owners else None
         found = [f for f in self._inspect(nodes, owner) if f.kind == "forbidden"]
-        reads = _reads(nodes)
+        reads = names_read(nodes)
         for name in names:
             self._register(name, _Binding(found, reads), conditional)
         for name in extra_owners:
@@ -545,7 +320,7 @@ class _Scanner:
     # -- findings ----------------------------------------------------------------
 
     def _add(self, node, kind, code, detail, binding):
-        finding = Finding(self.cell, getattr(node, "lineno", 1), kind, code, _short(detail), binding)
+        finding = Finding(self.cell, getattr(node, "lineno", 1), kind, code, short(detail), binding)
         key = (finding.cell, finding.line, finding.code, finding.detail)
         if key not in self.seen:
             self.seen[key] = finding
@@ -570,8 +345,8 @@ class _Scanner:
                 self._review_attribute(node, add, skip_module)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in NAME_CODE:
                 add(node, "review", NAME_CODE[node.id], node.id)
-            elif isinstance(node, ast.Call) and _is_call_to(node, "vars") and node.args:
-                add(node, "review", "dynamic-code", _short(ast.unparse(node)))
+            elif isinstance(node, ast.Call) and is_call_to(node, "vars") and node.args:
+                add(node, "review", "dynamic-code", short(ast.unparse(node)))
                 self._review_call(node, add)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in LOOKUP_BUILTINS \
                     and id(node) not in self.called:
@@ -580,20 +355,20 @@ class _Scanner:
                 self._string(node, node.value, add, python=id(node) not in self.magic_text,
                              name=id(node) in self.looked_up)
             elif isinstance(node, ast.BinOp):
-                folded = _folded_string(node)
+                folded = folded_string(node)
                 if folded is not None:
                     self._string(node, folded, add, name=id(node) in self.looked_up)
-            elif isinstance(node, ast.Subscript) and (_is_call_to(node.value, "vars", "globals")
+            elif isinstance(node, ast.Subscript) and (is_call_to(node.value, "vars", "globals")
                                                       or (isinstance(node.value, ast.Attribute)
                                                           and node.value.attr == "__dict__")):
-                add(node, "review", "dynamic-code", _short(ast.unparse(node)))
+                add(node, "review", "dynamic-code", short(ast.unparse(node)))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 self._review_import(node, add)
             elif isinstance(node, ast.Call):
                 self._review_call(node, add)
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete)):
                 targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-                for target in (t for group in targets for t in _flat_targets(group)):
+                for target in (t for group in targets for t in flat_targets(group)):
                     self._review_target(target, add)
         return out
 
@@ -626,10 +401,10 @@ class _Scanner:
         if qual in QUALNAME_CODE:
             add(node, "review", QUALNAME_CODE[qual], text)
         if (qual and id(node) not in skip_module and qual.split(".")[0] in MODULE_CODE
-                and self.module_like(_root(node))):
+                and self.module_like(root_name(node))):
             add(node, "review", MODULE_CODE[qual.split(".")[0]], text)
             skip_module |= {id(n) for n in ast.walk(node.value)}
-        if node.attr == "events" and (_is_call_to(node.value, "get_ipython")
+        if node.attr == "events" and (is_call_to(node.value, "get_ipython")
                                       or (isinstance(node.value, ast.Name) and node.value.id in self.ipython)):
             add(node, "review", "grader-internals", text)
 
@@ -662,16 +437,16 @@ class _Scanner:
             return
         if func.attr in MODULE_MUTATORS and self.qualname(func.value) == "sys.modules":
             add(node, "review", "module-edit", ast.unparse(func))
-        if func.attr in MODULE_MUTATORS and _is_call_to(func.value, "globals", "vars"):
+        if func.attr in MODULE_MUTATORS and is_call_to(func.value, "globals", "vars"):
             add(node, "review", "dynamic-code", ast.unparse(func))
         if self.qualname(func) == "os.set_blocking" and args and (
                 (isinstance(args[0], ast.Constant) and args[0].value in (0, 1, 2))
                 or re.search(r"std(in|out|err)", ast.unparse(args[0]))):
             add(node, "review", "process-limits", ast.unparse(node))
-        if _is_ipython_call(node, "system", "getoutput"):
-            add(node, "review", "dynamic-code", "!" + (_folded_string(args[0]) or "…") if args else "!")
-        if _is_ipython_call(node, "run_line_magic", "run_cell_magic") and args:
-            name = _folded_string(args[0])
+        if is_ipython_call(node, "system", "getoutput"):
+            add(node, "review", "dynamic-code", "!" + (folded_string(args[0]) or "…") if args else "!")
+        if is_ipython_call(node, "run_line_magic", "run_cell_magic") and args:
+            name = folded_string(args[0])
             if name is None or name in FOREIGN_MAGICS:
                 add(node, "review", "dynamic-code", ("%%" if func.attr == "run_cell_magic" else "%") + str(name))
 
@@ -680,9 +455,9 @@ class _Scanner:
         if isinstance(target, ast.Subscript):
             if self.qualname(target.value) == "sys.modules":
                 add(target, "review", "module-edit", "sys.modules[...]")
-            elif _is_call_to(target.value, "globals", "vars"):
+            elif is_call_to(target.value, "globals", "vars"):
                 add(target, "review", "dynamic-code", f"{target.value.func.id}()[...]")
         elif isinstance(target, ast.Attribute):
-            root = _root(target)
+            root = root_name(target)
             if self.qualname(target) == "sys.modules" or (root and self.module_like(root)):
                 add(target, "review", "module-edit", ast.unparse(target))

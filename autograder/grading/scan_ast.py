@@ -1,0 +1,189 @@
+"""Reading a notebook cell's AST for the static scan: parsing IPython syntax, names a statement reads or binds.
+
+Pure functions over `ast` nodes; what they find is judged in `static_scan`.
+"""
+import ast
+from typing import Union
+
+from IPython.core.inputtransformer2 import TransformerManager
+
+from .scan_policy import CONTAINER_STORES, PYTHON_MAGICS
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
+          ast.DictComp, ast.GeneratorExp)
+
+
+def parse_cell(source):
+    """The cell as an AST (IPython syntax turned into Python), or None when it cannot be read."""
+    if isinstance(source, list):  # a notebook's JSON may store a cell's source as lines
+        source = "".join(source)
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+        return PythonMagics().visit(tree)
+    except Exception:  # SyntaxError, ValueError (NUL bytes), a transformer failing on odd input
+        return None
+
+
+class PythonMagics(ast.NodeTransformer):
+    """Splices the Python bodies of `%time`/`%%time`-like magics in place, so they are read too."""
+
+    def visit_Expr(self, node: ast.Expr) -> Union[ast.AST, list[ast.stmt]]:
+        call = node.value
+        if not (is_ipython_call(call, "run_cell_magic", "run_line_magic") and call.args
+                and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)):
+            return node
+        name, cell = call.args[0].value, call.func.attr == "run_cell_magic"
+        if name not in PYTHON_MAGICS or len(call.args) < (3 if cell else 2) or (name == "capture" and not cell):
+            return node
+        try:
+            body = ast.parse(TransformerManager().transform_cell(call.args[-1].value))
+        except Exception:
+            return node
+        ast.increment_lineno(body, node.lineno if cell else node.lineno - 1)
+        return self.visit(body).body
+
+
+def is_ipython_call(node, *methods):
+    """`get_ipython().<method>(...)`, which is what IPython's escapes turn into."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods
+            and isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "get_ipython")
+
+
+def short(text):
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def folded_string(node):
+    """The value of a string literal or of a `+` of string literals ("soft" + "max"), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = folded_string(node.left), folded_string(node.right)
+        if left is not None and right is not None:
+            return left + right
+    return None
+
+
+def root_name(node):
+    """The name at the bottom of an attribute/subscript chain (`a` in `a.b[0].c`)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def flat_targets(target):
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [t for elt in target.elts for t in flat_targets(elt)]
+    return [target.value] if isinstance(target, ast.Starred) else [target]
+
+
+def is_lookup_owner(node):
+    """`vars(m)[...]`, `globals().get(...)`, `m.__dict__[...]`: namespaces indexed by name."""
+    owner = node.value
+    return is_call_to(owner, "vars", "globals") or (isinstance(owner, ast.Attribute) and owner.attr == "__dict__")
+
+
+def is_call_to(node, *names):
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
+
+
+# -- scopes: which global names a statement reads ------------------------------------
+
+def outer_parts(scope):
+    """Parts of a nested scope that are evaluated in the enclosing scope."""
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        args = scope.args
+        return [*getattr(scope, "decorator_list", []), *args.defaults, *[d for d in args.kw_defaults if d]]
+    if isinstance(scope, ast.ClassDef):
+        return [*scope.decorator_list, *scope.bases, *[k.value for k in scope.keywords]]
+    return [scope.generators[0].iter]
+
+
+def inner_parts(scope):
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return list(scope.body)
+    if isinstance(scope, ast.Lambda):
+        return [scope.body]
+    return [child for child in ast.iter_child_nodes(scope)]
+
+
+def parameters(scope):
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return set()
+    args = scope.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return {a.arg for a in every if a is not None}
+
+
+def names_read(nodes, scope=None):
+    """Names read from outside `scope` (module level when None): a function's locals do not count."""
+    loads, nested, stores, declared = set(), set(), parameters(scope), set()
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, SCOPES):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stores.add(node.name)
+            stack.extend(outer_parts(node))
+            nested |= names_read(inner_parts(node), node)
+            continue
+        if isinstance(node, ast.Name):
+            (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, ast.alias):
+            stores.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            stores.add(node.name)
+        stack.extend(ast.iter_child_nodes(node))
+    if scope is None:
+        return loads | nested
+    local = stores - declared
+    # A class body's names are not visible inside its methods.
+    return (loads - local) | (nested if isinstance(scope, ast.ClassDef) else nested - local)
+
+
+def call_arguments(nodes):
+    """Names passed as arguments to calls that run at module level."""
+    out, stack = [], [n for n in nodes if not isinstance(n, SCOPES)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, SCOPES):
+            stack.extend(outer_parts(node))
+            continue
+        if isinstance(node, ast.Call):
+            out += [a.id for a in node.args + [k.value for k in node.keywords] if isinstance(a, ast.Name)]
+        stack.extend(ast.iter_child_nodes(node))
+    return list(dict.fromkeys(out))
+
+
+def top_names(stmt):
+    """Names a module-level statement binds (compound statements' bodies included)."""
+    for node in ast.walk(stmt):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            yield node.id
+
+
+def stored_into(nodes):
+    """Global names a module-level statement puts a value into without binding them.
+
+    `cache.append(torch.softmax)`, `setattr(holder, "f", F.softmax)` and
+    `(impl := torch.softmax)` all make what they store reachable through that name.
+    """
+    out, stack = [], [n for n in nodes if not isinstance(n, SCOPES)]  # a def's or class's own name is bound already
+    while stack:
+        node = stack.pop()
+        if isinstance(node, SCOPES):
+            stack.extend(outer_parts(node))  # only what runs at module level
+            continue
+        if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+            out.append(node.target.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_STORES:
+            out.append(root_name(node.func.value))
+        elif is_call_to(node, "setattr") and node.args:
+            out.append(root_name(node.args[0]))
+        stack.extend(ast.iter_child_nodes(node))
+    return [name for name in dict.fromkeys(out) if name]

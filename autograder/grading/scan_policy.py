@@ -1,0 +1,78 @@
+"""What the static read flags: the tables a course maintainer edits.
+
+`static_scan` applies them; each entry maps a name to the category a person
+reviewing the notebook sees (``LABELS``).  The forbidden families themselves
+are defined once, with the runner's tripwire, in ``sandbox/guest/forbidden.py``.
+"""
+import re
+
+from ..sandbox import guest
+from ..sandbox.guest import forbidden
+
+STAR_NAMES = forbidden.STAR_NAMES
+
+# Review tables.  Attribute names suspicious on any object:
+REVIEW_ATTRS = {
+    "introspection": {"f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "__globals__", "__closure__",
+                      "__code__", "__subclasses__", "__builtins__", "_getframe", "__wrapped__", "__dict__",
+                      "getclosurevars", "__getattribute__", "__getattr__"},
+    "native-code": {"CDLL", "PyDLL", "cdll", "pydll", "pythonapi", "LoadLibrary", "load_library", "_C",
+                    "redispatch"},
+    "process-limits": {"setrlimit", "prlimit", "setpriority", "sched_setaffinity", "sched_setscheduler",
+                       "sched_setparam"},
+    "other-processes": {"killpg", "pthread_kill", "pidfd_open", "pidfd_send_signal"},
+    "dynamic-code": {"import_module", "__import__", "attrgetter", "methodcaller", "getattr_static"},
+    "grader-internals": {"display_formatter", "display_pub", "displayhook", "user_ns_hidden", "proto_out",
+                         "proto_in", "forbidden_used", "blocking", "_aten_library", "_libraries", "_destroy",
+                         "install_tripwires"},
+}
+ATTR_CODE = {name: code for code, names in REVIEW_ATTRS.items() for name in names}
+# Qualified names (after the student's import aliases) whose last part is too common to flag alone.
+QUALNAME_CODE = {
+    **dict.fromkeys(("sys._getframe", "inspect.currentframe", "inspect.stack", "inspect.trace",
+                     "inspect.getouterframes"), "introspection"),
+    **dict.fromkeys(("os.kill", "os.killpg", "signal.pthread_kill", "os.pidfd_open", "signal.pidfd_send_signal"),
+                    "other-processes"),
+    **dict.fromkeys(("os.nice", "os.setpriority", "os.sched_setaffinity", "os.sched_setscheduler",
+                     "os.sched_setparam", "resource.setrlimit", "resource.prlimit"), "process-limits"),
+    **dict.fromkeys(("os.fork", "os.forkpty", "os.posix_spawn", "os.posix_spawnp", "os.system", "os.popen",
+                     "os.execv", "os.execve", "os.execl", "os.execle", "os.execlp", "os.execlpe", "os.execvp",
+                     "os.execvpe", "os.spawnv", "os.spawnve", "os.spawnl", "os.spawnle", "os.spawnlp", "os.spawnvp",
+                     "concurrent.futures.ProcessPoolExecutor"), "process-creation"),
+    **dict.fromkeys(("importlib.import_module", "builtins.exec", "builtins.eval", "builtins.compile",
+                     "builtins.__import__"), "dynamic-code"),
+}
+# Names of the grader's own modules: the guest files a runner imports by bare name, and this package.
+GRADER_STRINGS = {path.stem for path in guest.FILES} | {"autograder"}
+# Modules whose every use is flagged.
+MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
+               "ctypes": "native-code", "_ctypes": "native-code", "cffi": "native-code",
+               "mmap": "native-code", "fcntl": "process-limits", "subprocess": "process-creation",
+               "multiprocessing": "process-creation", "pty": "process-creation", "socket": "other-processes",
+               **dict.fromkeys(GRADER_STRINGS, "grader-internals")}
+NAME_CODE = {"exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code",
+             "__import__": "dynamic-code", "__builtins__": "introspection"}
+LOOKUP_BUILTINS = {"getattr", "setattr", "delattr", "vars", "globals"}  # flagged when passed around, not called
+SO_FILE = re.compile(r"\.so(\.\d+)*$")
+# Magics whose body is Python run in the user namespace (scanned as such), and
+# magics that run code the scan cannot read (shell, other files, other interpreters).
+PYTHON_MAGICS = {"time", "timeit", "prun", "capture"}
+FOREIGN_MAGICS = {"run", "load", "loadpy", "sx", "system", "sc", "bash", "sh", "script", "python", "python2",
+                  "python3", "pypy", "perl", "ruby", "writefile", "file"}
+MODULE_MUTATORS = {"pop", "update", "clear", "setdefault", "popitem", "__setitem__", "__delitem__"}
+# Methods that store a value into the object they are called on (`cache.append(torch.softmax)`).
+CONTAINER_STORES = {"append", "extend", "insert", "add", "update", "setdefault", "__setitem__", "appendleft",
+                    "extendleft", "put", "put_nowait", "push"}
+# Calls that look a name up at run time: a string passed to them is a name, not text.
+LOOKUP_CALLS = {"getattr", "hasattr", "setattr", "attrgetter", "methodcaller", "getattr_static", "import_module",
+                "__getattr__", "__getattribute__", "get", "__getitem__"}
+
+LABELS = {"softmax-builtin": "内置 softmax", "sdpa-builtin": "内置注意力实现", "introspection": "窥探栈帧或对象",
+          "module-edit": "改动模块", "native-code": "加载本地代码", "process-limits": "改动进程限制或调度",
+          "other-processes": "触及其他进程", "dynamic-code": "动态执行代码", "grader-internals": "触及评分程序内部",
+          "process-creation": "另起进程"}
+
+
+def family(name: str) -> "str | None":
+    """The forbidden code an identifier belongs to; attention wins over softmax."""
+    return forbidden.code_in_source(name)
