@@ -32,21 +32,10 @@ import torch
 
 from . import cases, tolerances
 from .assertions import TensorSpec, diagnose
+from .misconceptions import COMPOSITE_HOME
 
-# Where each misconception lives: the helper whose own part charges it.
-HOME = {
-    "scores-transposed": "attention_scores",
-    "scores-scaled-early": "attention_scores",
-    "scale-missing": "scale_scores",
-    "scale-by-dk": "scale_scores",
-    "scale-multiplied": "scale_scores",
-    "mask-inverted": "apply_mask",
-    "mask-zero-fill": "apply_mask",
-    "mask-ignored": "apply_mask",
-    "fully-masked-nan": "softmax",
-    "softmax-unstable": "softmax",
-    "softmax-global-max": "softmax",
-}
+# Where each misconception lives: the helper whose own part charges it (declared in the registry).
+HOME = COMPOSITE_HOME
 
 # The helpers in the order the composite uses them.
 CHAIN = ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output")
