@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
-from ..sandbox import launcher
+from ..sandbox import procs
 from .coursedir import CourseError
 from .failures import reason_of
 from .worker import Grader, die_with_parent, runner_settings, uses_sandboxed_execute
@@ -134,7 +134,7 @@ def stop_zygotes(early: list) -> None:
     for tmp, server in early:
         proc = server.release()
         if proc is not None:
-            launcher.kill_tree(proc)
+            procs.kill_tree(proc)
         shutil.rmtree(tmp, ignore_errors=True)
     early.clear()
 
@@ -183,7 +183,7 @@ class LocalWorker:
         # Its sandboxes die with it (bwrap --die-with-parent), except the zygote started here, which
         # this process ends and reaps (the worker has stopped it already, unless it was killed).
         if self.zygote_proc is not None:
-            launcher.kill_tree(self.zygote_proc)
+            procs.kill_tree(self.zygote_proc)
             self.zygote_proc = None
         shutil.rmtree(self.tmp, ignore_errors=True)
 

@@ -33,15 +33,11 @@ import socket
 import subprocess
 import tempfile
 import threading
-from typing import IO, TYPE_CHECKING, Optional
+from typing import IO, Optional
 
-from . import launcher, runners
-
-if TYPE_CHECKING:
-    from .session import StudentSession
+from . import launcher, procs, runners
 
 log = logging.getLogger(__name__)
-
 
 
 class ZygoteError(RuntimeError):
@@ -99,9 +95,9 @@ class _Zygote:
             self.cpu, self.ready = float(msg.get("cpu", 0.0)), True
             # Host pids of bwrap's init and of the zygote (its only child now): the
             # runner forked next is init's other child, which a session watches.
-            inits = launcher.children(self.proc.pid)
+            inits = procs.children(self.proc.pid)
             self.init_pid = inits[0] if len(inits) == 1 else None
-            kids = launcher.children(self.init_pid) if self.init_pid else []
+            kids = procs.children(self.init_pid) if self.init_pid else []
             self.zygote_pid = kids[0] if len(kids) == 1 else None
 
     def fork(self, timeout: float) -> ForkedRunner:
@@ -128,7 +124,7 @@ class _Zygote:
         if msg.get("op") != "forked":
             raise ZygoteError(f"the zygote did not fork: {msg}")
         if self.init_pid and self.zygote_pid:
-            others = [p for p in launcher.children(self.init_pid) if p != self.zygote_pid]
+            others = [p for p in procs.children(self.init_pid) if p != self.zygote_pid]
             runner.host_pid = others[0] if len(others) == 1 else None
         return runner
 
@@ -147,7 +143,7 @@ class _Zygote:
 
     def discard(self) -> None:
         if self.proc is not None:
-            launcher.kill_tree(self.proc, foreign=self.adopted)
+            procs.kill_tree(self.proc, foreign=self.adopted)
             self.proc = None
         self.control.close()
         self.log.close()
@@ -218,7 +214,7 @@ class ForkServer:
         zygote warms up while the parent still imports), then releases it: its
         ends of the control socket and log close here, so that the zygote sees
         EOF when its worker goes.  Returns the zygote's process, which only
-        this process, its parent, can reap or kill (`launcher.kill_tree`).
+        this process, its parent, can reap or kill (`procs.kill_tree`).
         """
         zygote, self._zygote = self._zygote, None
         if zygote is None:
@@ -239,9 +235,9 @@ class ForkServer:
             self._zygote.discard()
             self._zygote = None
 
-    def take(self, student_session: StudentSession) -> Optional[runners.HandedRunner]:
-        """A runner for this session, forked from the zygote; None if none can be had."""
-        wanted = (student_session.limits, student_session.require_isolation)
+    def take(self, limits: launcher.Limits, require_isolation: bool) -> Optional[runners.HandedRunner]:
+        """A runner for a session with these limits, forked from the zygote; None if none can be had."""
+        wanted = (limits, require_isolation)
         if wanted != (self.limits, self.require_isolation):
             self.limits, self.require_isolation = wanted
             self._discard("the sessions ask for other limits")
@@ -296,6 +292,3 @@ def _wait_for_ready(replies, timeout):
     header = reply[0] if isinstance(reply, tuple) else None
     if not (isinstance(header, dict) and header.get("status") == "ready"):
         raise ZygoteError(f"the forked runner did not start: {reply}")
-
-
-# Make new sessions in this process take their runners from one, or stop that.

@@ -12,53 +12,40 @@ inside scratch as *relative* paths: they work both in the sandbox (cwd
 /sandbox) and in the unisolated fallback (cwd = scratch).  A process killed
 by signal N shows up as returncode 128+N under bwrap (-N in the fallback).
 
-Limits are applied by a tiny trusted shim (`_SHIM`, run with the host
-interpreter as the sandbox's first process) right before it execs the
-command, not in a `preexec_fn` (which is unsafe in threaded callers and,
-for RLIMIT_NPROC, applied in the wrong place, see below).  The shim also
-installs a seccomp filter (in the fallback too) that makes the kernel
-keyring (add_key, request_key, keyctl) and POSIX message queues (mq_*) fail
-with EPERM: a key outlives the sandbox in the host kernel, a queue outlives
-a runner in a shared sandbox, and no course code needs either.  Calls of
-another ABI (i386, x32) are refused too; on an architecture without a
-table (not x86_64 or aarch64) it only warns.
+Limits are applied by a tiny trusted shim (``shim.py``), the sandbox's
+first process, right before it execs the command; it also installs the
+syscall filter.
 
-Process-count limit -- what was measured (Linux 6.18, bwrap 0.8.0):
+Process-count limit: RLIMIT_NPROC counts the tasks of one uid, and is not
+enforced for kernel uid 0.
 
-* RLIMIT_NPROC is not enforced for kernel uid 0, and `bwrap --unshare-user
-  --uid 65534` run by root still maps the sandbox to kernel uid 0, so it
-  does not help.
-* Dropping root to an unprivileged uid *before* bwrap fails: bwrap resolves
-  every bind source by path (even `--ro-bind-fd`, via realpath), and an
-  interpreter under /root (mode 0700) gives "Can't find source path ...:
-  Permission denied".
 * Used as root (of the initial user namespace; root inside a rootless
-  container is a normal user to the kernel): bwrap runs privileged without a user namespace, keeping only
-  CAP_SETUID/CAP_SETGID; the shim switches to a random per-sandbox uid/gid in
-  [`UID_BASE`, `UID_BASE` + `UID_SPAN`) (all capabilities vanish; bwrap
-  sets no_new_privs) before setting RLIMIT_NPROC.  Since no other process has
-  that uid, the limit counts exactly this sandbox's tasks.  Consequences:
-  `scratch` is chown'ed (recursively) to that uid, and `readonly` paths must
-  be world-readable.  Nested user namespaces cannot be disabled in this mode.
+  container is a normal user to the kernel): bwrap runs privileged without
+  a user namespace, keeping only CAP_SETUID/CAP_SETGID; the shim switches to
+  a random per-sandbox uid/gid in [`UID_BASE`, `UID_BASE` + `UID_SPAN`) (all
+  capabilities vanish; bwrap sets no_new_privs) before setting
+  RLIMIT_NPROC, so the limit counts exactly this sandbox's tasks.  (Root
+  mapped to another uid by ``--unshare-user`` is still kernel uid 0, and
+  dropping root before bwrap fails: bwrap resolves every bind source by
+  path, which the new uid may not reach.)  Consequences: `scratch` is
+  chown'ed (recursively) to that uid, and `readonly` paths must be
+  world-readable.  Nested user namespaces cannot be disabled in this mode.
   A zygote (`zygote=True`, ``guest/zygote.py``) instead stays uid 0 with
   `ZYGOTE_CAPS` only, so that it can give each runner it forks a uid of its
   own: a runner then cannot touch the zygote's process (rlimits, priority,
   scheduling, affinity, signals), and RLIMIT_NPROC counts that runner alone.
 * Used as a normal user: bwrap in an unprivileged user namespace
-  (`--disable-userns` when supported); the shim sets RLIMIT_NPROC inside it.
-  Since Linux 5.14 the count is kept per user namespace, so the user's other
-  processes do not count (setting it before bwrap would count all of them).
-  bwrap's own pid 1 counts as one task.
+  (`--disable-userns` when supported); the shim sets RLIMIT_NPROC inside it,
+  where the kernel keeps the count per user namespace, so the user's other
+  processes do not count.  bwrap's own pid 1 counts as one task.
 * In both modes a `while True: os.fork()` bomb stays at `max_processes`
-  tasks (threads count as tasks), and `kill_tree` removes it
-  (``tests/sandbox/test_launcher.py`` times it).
+  tasks (threads count as tasks), and `procs.kill_tree` removes it.
 
 Other limits: RLIMIT_AS and RLIMIT_CPU are per process, not per tree (so the
 tree's totals are bounded only via max_processes); callers must add a
-wall-clock timeout and call `kill_tree`.  The 6 GiB default address space
-is several times what ``import torch`` (CPU build) and a small SDPA/plotting
-workload need, leaving room for student tensors (CUDA builds need far more
-address space; this course is CPU-only).
+wall-clock timeout and call `procs.kill_tree`.  The default address space
+leaves room for student tensors beside ``import torch`` (CPU build; CUDA
+builds need far more address space, and this course is CPU-only).
 The private /tmp (a tmpfs, capped by `tmpfs_bytes` when bwrap >= 0.8) is not
 counted in RLIMIT_AS; total bytes written to scratch are not capped (only per
 file, by RLIMIT_FSIZE).
@@ -78,18 +65,17 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import site
 import stat
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .guest import procfs
+from . import shim
+from .procs import task_count
 
 __all__ = [
     "SCRATCH_MOUNT",
@@ -97,7 +83,6 @@ __all__ = [
     "SandboxStatus",
     "SandboxUnavailableError",
     "SandboxUnavailableWarning",
-    "kill_tree",
     "probe",
     "sandboxed_popen",
 ]
@@ -129,63 +114,6 @@ _ETC_FILES = (
 _RESERVED = frozenset({"args", "cwd", "preexec_fn", "user", "group", "extra_groups",
                        "start_new_session", "process_group", "executable", "shell"})
 
-# Runs first inside the sandbox (trusted); argv: cwd uid as cpu nproc fsize cmd...
-# It chdirs itself: as root, bwrap has dropped CAP_DAC_OVERRIDE and could not
-# enter a scratch dir of mode 0700 owned by the sandbox uid.  uid -1: keep
-# the uid (a zygote in root mode, or no root at all).
-_SHIM = """\
-import ctypes, os, resource as r, struct, sys
-uid, mem, cpu, nproc, fsize = map(int, sys.argv[2:7])
-libc = ctypes.CDLL(None, use_errno=True)
-def seccomp():
-    # Keys (add_key, request_key, keyctl) outlive the sandbox, POSIX message
-    # queues (mq_*) outlive a runner: refuse them with EPERM, allow the rest.
-    arch, nrs = {"x86_64": (0xC000003E, (248, 249, 250, 240, 241, 242, 243, 244, 245)),
-                 "aarch64": (0xC00000B7, (217, 218, 219, 180, 181, 182, 183, 184, 185)),
-                 }.get(os.uname().machine if sys.maxsize > 2**32 else "", (0, ()))
-    if not arch:
-        sys.stderr.write("sandbox: WARNING: no syscall filter for this architecture\\n")
-        return
-    deny, allow, n = 0x00050000 | 1, 0x7FFF0000, len(nrs)  # SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_ALLOW
-    prog = [(0x20, 0, 0, 4),                 # A = seccomp_data.arch
-            (0x15, 1, 0, arch),              # our ABI? then skip the next
-            (0x06, 0, 0, deny),              # another ABI (i386 via int 0x80): refuse everything
-            (0x20, 0, 0, 0),                 # A = seccomp_data.nr
-            (0x35, n + 1, 0, 0x40000000)]    # x32 numbers (bit 30): refuse
-    prog += [(0x15, n - i, 0, nr) for i, nr in enumerate(nrs)]  # a listed one: jump to the deny
-    prog += [(0x06, 0, 0, allow), (0x06, 0, 0, deny)]
-    code = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *ins) for ins in prog))
-    fprog = struct.pack("HxxxxxxP", len(prog), ctypes.addressof(code))  # struct sock_fprog
-    ul = ctypes.c_ulong
-    if (libc.prctl(38, ul(1), ul(0), ul(0), ul(0))  # PR_SET_NO_NEW_PRIVS (bwrap sets it too)
-            or libc.prctl(22, ul(2), ctypes.c_char_p(fprog), ul(0), ul(0))):  # PR_SET_SECCOMP, FILTER
-        err = os.strerror(ctypes.get_errno())
-        sys.stderr.write(f"sandbox: WARNING: cannot install the syscall filter: {err}\\n")
-seccomp()
-if uid >= 0:
-    os.setgroups([]); os.setgid(uid); os.setuid(uid)
-    caps = (ctypes.c_uint32 * 8)(0x20080522, 0)  # capget header (v3) + 2 x (eff, prm, inh)
-    libc.capget(caps, ctypes.byref(caps, 8))
-    caps[4] = caps[7] = 0  # the inheritable set too: no capability left anywhere
-    libc.capset(caps, ctypes.byref(caps, 8))
-os.chdir(sys.argv[1])
-os.environ["PWD"] = os.getcwd()  # bwrap set it to its own --chdir
-def lim(res, soft, hard):
-    cur = r.getrlimit(res)[1]
-    cap = (lambda v: v) if cur == r.RLIM_INFINITY else (lambda v: min(v, cur))
-    r.setrlimit(res, (cap(soft), cap(hard)))
-lim(r.RLIMIT_CORE, 0, 0)
-lim(r.RLIMIT_AS, mem, mem)
-lim(r.RLIMIT_CPU, cpu, cpu + 1)
-lim(r.RLIMIT_FSIZE, fsize, fsize)
-if nproc >= 0:
-    lim(r.RLIMIT_NPROC, nproc, nproc)
-try:
-    os.execvp(sys.argv[7], sys.argv[7:])
-except OSError as e:
-    sys.stderr.write(f"sandbox: cannot exec {sys.argv[7]!r}: {e}\\n")
-    os._exit(127)
-"""
 
 
 class SandboxUnavailableError(RuntimeError):
@@ -262,7 +190,7 @@ def sandboxed_popen(argv: list[str], *, scratch: os.PathLike, readonly: Sequence
 
     `scratch` (an existing host directory) is the read-write cwd and HOME,
     mounted at SCRATCH_MOUNT; `readonly` paths appear read-only at their host
-    paths.  Stop it with `kill_tree`.  `zygote`: the process forks runners
+    paths.  Stop it with `procs.kill_tree`.  `zygote`: the process forks runners
     (``guest/zygote.py``, which every runner's sandbox runs, a fresh runner's
     too); as root it then keeps uid 0 with `ZYGOTE_CAPS` (and scratch is not
     chown'ed), so that each runner gets a uid of its own.
@@ -288,48 +216,6 @@ def sandboxed_popen(argv: list[str], *, scratch: os.PathLike, readonly: Sequence
     popen_kwargs.setdefault("stdin", subprocess.DEVNULL)
     return subprocess.Popen(cmd, env=_environment(home, tmp, env), cwd=cwd, start_new_session=True,
                             **popen_kwargs)
-
-
-def kill_tree(proc: subprocess.Popen, timeout: float = 5.0, foreign: bool = False) -> None:
-    """SIGKILL the sandbox and everything in it, and wait until it is gone.
-
-    Killing the pid namespace's init (bwrap's child) makes the kernel kill
-    every process inside; the process group covers the fallback mode.  Only
-    a pid nobody has reaped is signalled: a reaped one may be another
-    process's by now.  `foreign`: `proc` was started by this process's
-    parent (a worker's zygote, ``ForkServer.release``), so it cannot be
-    waited for here; its pid stays its own (alive or a zombie) until the
-    parent reaps it, which the parent does only once this process is gone.
-    """
-    inits = []
-    if _unreaped(proc, foreign):
-        inits = children(proc.pid)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    for pid in inits:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    proc.wait()
-    deadline = time.monotonic() + timeout
-    while any(_alive(pid) for pid in inits) and time.monotonic() < deadline:
-        time.sleep(0.005)
-
-
-def _unreaped(proc: subprocess.Popen, foreign: bool) -> bool:
-    """Whether `proc`'s pid is still its own: running, or exited and not reaped (checked without reaping)."""
-    if proc.returncode is not None:
-        return False
-    if foreign:
-        return True
-    try:
-        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:  # reaped elsewhere
-        return False
-    return True
 
 
 def _isolated_command(argv, scratch, readonly, limits, info, zygote=False):
@@ -391,13 +277,12 @@ def _fallback_command(argv, scratch, limits):
     """Unisolated command (rlimits only) and its (cwd, HOME, TMPDIR)."""
     tmp = os.path.join(scratch, ".tmp")
     os.makedirs(tmp, exist_ok=True)
-    nproc = -1 if _is_real_root() else _task_count(os.getuid()) + limits.max_processes
+    nproc = -1 if _is_real_root() else task_count(os.getuid()) + limits.max_processes
     return _shim(scratch, -1, limits, nproc, argv), scratch, scratch, tmp
 
 
 def _shim(cwd, uid, limits, nproc, argv):
-    numbers = (uid, limits.memory_bytes, limits.cpu_seconds, nproc, limits.max_file_bytes)
-    return [sys.executable, "-I", "-S", "-c", _SHIM, cwd, *map(str, numbers), *argv]
+    return shim.command(cwd, uid, limits.memory_bytes, limits.cpu_seconds, nproc, limits.max_file_bytes, argv)
 
 
 def _environment(home, tmp, extra):
@@ -457,60 +342,3 @@ def _require_world_readable(path):
     needed = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(mode) else 0)
     if mode & needed != needed:
         raise PermissionError(f"readonly path must be world-readable (sandbox runs as another uid): {path}")
-
-
-def _task_count(uid):
-    """Tasks (threads) of `uid` on the host: RLIMIT_NPROC counts them all."""
-    count = 0
-    for name in os.listdir("/proc"):
-        try:
-            if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid:
-                count += len(os.listdir(f"/proc/{name}/task"))
-        except OSError:
-            pass
-    return count
-
-
-def children(pid: int) -> list[int]:
-    """Host pids whose parent is `pid`."""
-    return [p for p in procfs.pids() if procfs.parent(p) == pid]
-
-
-def _alive(pid):
-    return procfs.state(pid) not in ("", "Z")
-
-
-def process_state(pid: int) -> str:
-    """The one-letter state of a host process ('R', 'S', 'T' stopped, 'Z'...), '' if it is gone."""
-    return procfs.state(pid)
-
-
-def runner_pid(proc: subprocess.Popen) -> int | None:
-    """Host pid of the runner a just-started sandbox runs (below bwrap and its init), or None.
-
-    Call it before untrusted code runs: it follows the only child down from
-    `proc`.  Below bwrap's init, pid 2 of the sandbox is the process that
-    forked the runner and waits for it (``zygote.serve_fresh``); the runner
-    is init's other child.
-    """
-    pid = proc.pid
-    for _ in range(3):
-        kids = children(pid)
-        if len(kids) == 2 and _namespace_pid(pid) == 1:
-            kids = [kid for kid in kids if _namespace_pid(kid) != 2]
-        if len(kids) != 1:
-            break
-        pid = kids[0]
-    return pid if process_state(pid) else None
-
-
-def _namespace_pid(pid: int) -> int | None:
-    """`pid`'s pid in its own (innermost) pid namespace, from the kernel's NSpid line; None if unknown."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"NSpid:"):
-                    return int(line.split()[-1])
-    except (OSError, ValueError):
-        pass
-    return None

@@ -46,8 +46,6 @@ from .guest import wire
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from .session import StudentSession
-
 log = logging.getLogger(__name__)
 
 # What the release's first code cell imports (math and warnings are always loaded).
@@ -129,9 +127,9 @@ class RunnerPool:
             log.warning("could not start a spare runner: %s", exc)
             self._spare = None
 
-    def take(self, student_session: StudentSession) -> Optional[runners.HandedRunner]:
-        """`runners.RunnerSource.take`: a ready runner for this session, or None."""
-        wanted = (student_session.limits, student_session.require_isolation)
+    def take(self, limits: launcher.Limits, require_isolation: bool) -> Optional[runners.HandedRunner]:
+        """`runners.RunnerSource.take`: a ready runner for a session with these limits, or None."""
+        wanted = (limits, require_isolation)
         spare, self._spare = self._spare, None
         if wanted != (self.limits, self.require_isolation):
             # Configured differently from what we guessed: learn it for the next one.
@@ -154,6 +152,3 @@ class RunnerPool:
         spare, self._spare = self._spare, None
         if spare is not None:
             spare.discard()
-
-
-# Make new sessions in this process take their runners from one, or stop that.

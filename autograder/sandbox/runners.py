@@ -15,21 +15,30 @@ import tempfile
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Optional, Protocol, Union
 
-from . import launcher
+from . import launcher, procs
 from .guest import FILES, ZYGOTE, wire
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .forkserver import ForkedRunner
-    from .session import StudentSession
+
+class Runner(Protocol):
+    """A runner that is not a sandbox of its own (``forkserver.ForkedRunner``): it knows how to stop itself.
+
+    A fresh runner is the `subprocess.Popen` of its sandbox instead.
+    """
+
+    stdin: IO[bytes]
+    stdout: IO[bytes]
+
+    def stop(self) -> None: ...
 
 
 @dataclass
 class HandedRunner:
     """A started, ready runner handed over by a `RunnerSource`."""
 
-    proc: subprocess.Popen  # or a forkserver.ForkedRunner
+    proc: Union[subprocess.Popen, Runner]
     replies: queue.Queue  # a `reply_queue()` filled by a `read_replies` thread
     directory: Optional[str]  # its `runner_dirs` top directory (removed by the session), or None
     log: object  # its open log file (closed by the session)
@@ -39,12 +48,16 @@ class RunnerSource(Protocol):
     """Runners started ahead of need.
 
     `take` returns a runner that runs in a sandbox made by
-    `launcher.sandboxed_popen` with this session's limits, has sent "ready"
-    and never ran any student's code -- or None, and the session starts its
-    own.  Each runner goes to one session.
+    `launcher.sandboxed_popen` with these `limits` (and isolation, if
+    required), has sent "ready" and never ran any student's code -- or None,
+    and the session starts its own.  Each runner goes to one session.
     """
 
-    def take(self, session: StudentSession) -> Optional[HandedRunner]: ...
+    keep_warm: bool  # start the next runner when one is taken (False: no more work is coming)
+    handed: int  # runners handed to sessions
+    missed: int  # sessions that had to start their own
+
+    def take(self, limits: launcher.Limits, require_isolation: bool) -> Optional[HandedRunner]: ...
 
     def warm(self) -> None: ...
 
@@ -96,7 +109,7 @@ def reply_queue() -> queue.Queue:
     return queue.Queue(maxsize=REPLY_QUEUE_FRAMES)
 
 
-def stop_runner(proc: Union[subprocess.Popen, ForkedRunner]) -> None:
+def stop_runner(proc: Union[subprocess.Popen, Runner]) -> None:
     """Kill a runner's whole sandbox and close our ends of its pipes.
 
     A runner forked by ``forkserver.py`` knows how to stop itself: its zygote
@@ -106,7 +119,7 @@ def stop_runner(proc: Union[subprocess.Popen, ForkedRunner]) -> None:
     if stop is not None:
         stop()
         return
-    launcher.kill_tree(proc)
+    procs.kill_tree(proc)
     for pipe in (proc.stdin, proc.stdout):
         try:
             pipe.close()

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from . import launcher
+from . import launcher, procs
 from .guest import wire
 from .load_evidence import LoadWatch
 from .outputs import OutputBudget, text_form
@@ -179,7 +179,8 @@ class StudentSession:
 
     def _spawn(self):
         self._answered = False
-        handed = self.runner_source.take(self) if self.runner_source is not None else None
+        handed = (self.runner_source.take(self.limits, self.require_isolation)
+                  if self.runner_source is not None else None)
         if handed is not None:
             self.proc, self._replies = handed.proc, handed.replies
             self.directory, self._log = handed.directory, handed.log
@@ -194,7 +195,7 @@ class StudentSession:
         self._replies = reply_queue()
         threading.Thread(target=read_replies, args=(self.proc.stdout, self._replies), daemon=True).start()
         self._wait(self._deadline(self.budget.start_timeout))
-        self._pid = launcher.runner_pid(self.proc)
+        self._pid = procs.runner_pid(self.proc)
 
     def _wait(self, deadline, request_id=None):
         """The reply to `request_id` by `deadline`; frames forged by student code are dropped."""
@@ -224,7 +225,7 @@ class StudentSession:
         has ended is gone even if something else in its sandbox still holds its pipes open."""
         if self._pid is None:
             return
-        state = launcher.process_state(self._pid)
+        state = procs.process_state(self._pid)
         if state in ("T", "t"):
             raise _RunnerGone("运行环境把自己暂停了（SIGSTOP），评分进程已将其终止")
         if state in ("", "Z"):

@@ -37,7 +37,7 @@ class HostileSource:
     def close(self):
         pass
 
-    def take(self, _session):
+    def take(self, _limits, _require_isolation):
         mode = self.mode
         proc = subprocess.Popen([sys.executable, str(HOSTILE), mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, start_new_session=True)

@@ -41,7 +41,7 @@ def test_resources_can_be_deep_copied_as_nbconvert_does():
     class Source:
         taken = 0
 
-        def take(self, session):
+        def take(self, limits, require_isolation):
             Source.taken += 1
             return None  # the session starts its own runner
 

@@ -23,10 +23,10 @@ from autograder.sandbox.launcher import (
     SandboxStatus,
     SandboxUnavailableError,
     SandboxUnavailableWarning,
-    kill_tree,
     probe,
     sandboxed_popen,
 )
+from autograder.sandbox.procs import kill_tree
 
 REPO = Path(__file__).resolve().parents[2]
 STATUS = probe()

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from autograder.grading.hidden_checks import seed_for
-from autograder.sandbox import launcher
+from autograder.sandbox import launcher, procs
 from autograder.sandbox.guest import wire
 from autograder.sandbox.session import Budget, StudentSession
 
@@ -137,7 +137,6 @@ def test_a_runner_that_names_itself_in_bytes_that_are_not_utf8_is_graded_and_sto
     """Red team: /proc/<pid>/stat was read as UTF-8 text, so a runner that renamed itself
     (``/proc/self/comm``) to bytes that are not UTF-8 crashed its grader, was never killed, and
     crashed every other session that scanned /proc for its own runner's children meanwhile."""
-    from autograder.sandbox import launcher
     from autograder.sandbox.guest import procfs
 
     cells = ["open('/proc/self/comm', 'wb').write(b'\\xff\\xfe(')",
@@ -146,7 +145,7 @@ def test_a_runner_that_names_itself_in_bytes_that_are_not_utf8_is_graded_and_sto
         session.run_notebook()
         pid = session._pid
         assert session.call("f", 3).value == 3
-        launcher.children(1)  # what any other session does while this runner lives
+        procs.children(1)  # what any other session does while this runner lives
         assert session.call("hang", 1).status == "timeout"
         assert session.call("f", 4).value == 4
         pid = session._pid
@@ -162,4 +161,4 @@ def test_the_grader_watches_a_fresh_runner_not_the_process_that_forked_it():
     and the runner; the load evidence and the SIGSTOP check must read the runner's own host pid."""
     with StudentSession(["import os\nmine = os.getpid()"]) as s:
         s.run_notebook()
-        assert launcher._namespace_pid(s._pid) == s.get("mine") != 2
+        assert procs.namespace_pid(s._pid) == s.get("mine") != 2

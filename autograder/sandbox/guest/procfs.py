@@ -1,6 +1,6 @@
 """Reading a process's state and parent from ``/proc/<pid>/stat``: shared by both sides.
 
-The grader (``launcher.py``) and the zygote (inside the sandbox) both need
+The grader (``procs.py``) and the zygote (inside the sandbox) both need
 it.  The command name in field 2 may hold spaces and parentheses, so the
 fields are split after its last ")".
 """
