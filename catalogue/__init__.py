@@ -11,7 +11,7 @@ use them, and their payloads are importable as ``catalogue.attacks.X`` and
 import nbformat
 
 from autograder.demo.submissions import BUGS, CORRECT, EMPTY, MARKER, ROOT, SOLUTION_NOTEBOOK, Sample, build, verdict
-from autograder.nbgrader.cells import is_test_cell, nbgrader_meta
+from autograder.notebook.cells import is_test_cell, nbgrader_meta
 
 from .attacks import ATTACKS
 from .evidence import EVIDENCE

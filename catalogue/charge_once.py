@@ -15,7 +15,7 @@ from autograder.demo.submissions import BUGS, ROOT
 from autograder.grading import root_causes
 from autograder.grading.hidden_checks import run_checks
 from autograder.grading.local_student import LocalStudent, reference_namespace
-from autograder.nbgrader.cells import is_test_cell, part_of
+from autograder.notebook.cells import is_test_cell, part_of
 
 SOURCE = ROOT / "source" / "sdpa" / "sdpa.ipynb"
 

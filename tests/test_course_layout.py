@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.nbgrader.cells import grade_id
+from autograder.notebook.cells import grade_id
 from solutions import sdpa
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from ..grading import record
-from ..nbgrader.cells import grade_id, nbgrader_meta
+from ..notebook.cells import grade_id, nbgrader_meta
 from .bundle import make_bundle
 from .coursedir import CourseError, check_course, load_app
 from .failures import Failure, failure_result

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..nbgrader.cells import CellError, grade_id
+from ..notebook.cells import CellError, grade_id
 
 
 @dataclass

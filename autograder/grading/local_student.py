@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import torch
 
-from ..nbgrader.cells import grade_id, is_answer_cell
+from ..notebook.cells import grade_id, is_answer_cell
 from ..sandbox.guest import wire
 from ..sandbox.session import CallResult
 

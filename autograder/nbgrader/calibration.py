@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from nbformat import NotebookNode
 
+from ..notebook.cells import display_cells, grade_id, is_answer_cell, is_test_cell, part_of, without_hidden_tests
 from ..sandbox.session import Budget, StudentSession
-from .cells import grade_id, is_answer_cell, is_test_cell, part_of, without_hidden_tests
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,6 @@ def cell_key(cell: NotebookNode) -> str:
 def measure(source: NotebookNode, open_session: Callable[[list[str], list[int]], StudentSession]) -> ReferenceTimes:
     """Run the source notebook and its hidden checks in a session from `open_session(sources, display)`."""
     from ..grading.hidden_checks import run_checks
-    from .execute import display_cells
     from .trusted_scoring import cuda_available
 
     started = time.monotonic()

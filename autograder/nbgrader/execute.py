@@ -10,10 +10,10 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer
 
+from ..notebook.cells import CellError, display_cells, grade_id, without_hidden_tests
 from ..sandbox.launcher import Limits
 from ..sandbox.session import Budget, CellRunError, StudentSession
 from . import calibration
-from .cells import CellError, grade_id, is_answer_cell, nbgrader_meta, without_hidden_tests
 from .restore import course_notebook
 from .state import EXECUTION, RUNNER_SOURCE, ExecutionState, Shared
 
@@ -102,14 +102,3 @@ class SandboxedExecute(NbGraderPreprocessor):
             cell.outputs = [nbformat.from_dict(o) for o in outputs.get(pos, [])]  # sanitised and capped by the session
             cell.execution_count = pos + 1
         return nb, resources
-
-
-def display_cells(nb: nbformat.NotebookNode, positions: list[int]) -> list[int]:
-    """Positions of provided code cells after the first answer: they only show output.
-
-    The setup cells before the first answer (imports) keep the long timeout.
-    """
-    first_answer = next((i for i in positions if is_answer_cell(nb.cells[i])), len(nb.cells))
-    return [pos for pos, index in enumerate(positions)
-            if index > first_answer and nbgrader_meta(nb.cells[index]).get("locked")
-            and not is_answer_cell(nb.cells[index])]

@@ -14,7 +14,7 @@ import nbformat
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .cells import CellError, grade_id, is_answer_cell
+from ..notebook.cells import CellError, grade_id, is_answer_cell
 
 
 class RestoreNotebookStructure(NbGraderPreprocessor):

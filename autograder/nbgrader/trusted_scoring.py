@@ -14,7 +14,7 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
-from .cells import grade_id, is_test_cell, nbgrader_meta, part_of, student_code_cells
+from ..notebook.cells import grade_id, is_test_cell, nbgrader_meta, part_of, student_code_cells
 from .state import EXECUTION, Shared
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from autograder.demo import submissions
 from autograder.grading import cases, tolerances
 from autograder.grading.hidden_checks import run_checks
 from autograder.grading.local_student import LocalStudent, reference_namespace
-from autograder.nbgrader.cells import is_test_cell, part_of
+from autograder.notebook.cells import is_test_cell, part_of
 from catalogue import ROOT
 
 SEEDS = 30

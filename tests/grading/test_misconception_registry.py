@@ -10,7 +10,7 @@ from autograder.demo.submissions import BUGS, CORRECT
 from autograder.grading import composition, mutants
 from autograder.grading.assertions import forbidden_codes
 from autograder.grading.misconceptions import CATALOGUE, COMPOSITE_HOME
-from autograder.nbgrader.cells import is_test_cell, part_of
+from autograder.notebook.cells import is_test_cell, part_of
 from autograder.sandbox.guest import forbidden
 
 ROOT = Path(__file__).resolve().parents[2]

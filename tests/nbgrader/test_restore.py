@@ -11,7 +11,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from traitlets.config import Config
 
-from autograder.nbgrader.cells import CellError, grade_id, is_answer_cell, nbgrader_meta
+from autograder.notebook.cells import CellError, grade_id, is_answer_cell, nbgrader_meta
 from autograder.nbgrader.restore import RestoreNotebookStructure
 
 ASSIGNMENT, NOTEBOOK, STUDENT = "hw1", "attention", "alice"

@@ -66,3 +66,14 @@ def part_of(cell: dict) -> Optional[str]:
 def without_hidden_tests(source: str) -> str:
     """A cell's source with the instructor's hidden-test region removed."""
     return HIDDEN_RE.sub("", source)
+
+
+def display_cells(nb: NotebookNode, positions: list[int]) -> list[int]:
+    """Positions of provided code cells after the first answer: they only show output.
+
+    The setup cells before the first answer (imports) keep the long timeout.
+    """
+    first_answer = next((i for i in positions if is_answer_cell(nb.cells[i])), len(nb.cells))
+    return [pos for pos, index in enumerate(positions)
+            if index > first_answer and nbgrader_meta(nb.cells[index]).get("locked")
+            and not is_answer_cell(nb.cells[index])]
