@@ -6,7 +6,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # CPU machines: pin the CPU build of torch (an unpinned torch pulls a multi-GB CUDA build).
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: install system-deps hub-deps hub hub-root-check hub-stop notebooks release demo lint test test-fast gpu-check bench clean
+.PHONY: install system-deps hub-deps hub hub-root-check hub-stop notebooks release demo lint test test-fast docs gpu-check bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -54,7 +54,12 @@ demo: install system-deps release
 lint: install
 	$(abspath $(VENV))/bin/ruff check autograder hub solutions tests tools nbgrader_config.py
 
-test: install system-deps hub-deps lint
+# the docs site (mkdocs.yml, docs/), outside the tree; --strict: any warning (a broken link, a page
+# missing from the nav) fails the build
+docs: install
+	$(PY) -m mkdocs build --strict --site-dir .artifacts/site
+
+test: install system-deps hub-deps lint docs
 	$(PY) -m pytest -q --durations=12
 
 test-fast: install lint
