@@ -25,7 +25,7 @@ only *where* it runs differs.
   same scores whichever command graded.
 
 How fast, and where a submission's time goes: ``make bench`` and
-``python tools/bench.py --profile``; the figures are in the README.
+``python -m benchmarks profile``; the figures are in the docs (docs/benchmarks.md).
 """
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""The demo course: sample submissions a class produces, graded end to end by ``sdpa-course demo``."""
