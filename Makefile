@@ -52,7 +52,7 @@ demo: install system-deps release
 
 # ruff, configured in pyproject.toml
 lint: install
-	$(abspath $(VENV))/bin/ruff check autograder hub solutions tests tools nbgrader_config.py
+	$(abspath $(VENV))/bin/ruff check autograder benchmarks catalogue hub solutions tests tools nbgrader_config.py
 
 # the docs site (mkdocs.yml, docs/), outside the tree; --strict: any warning (a broken link, a page
 # missing from the nav) fails the build
@@ -68,11 +68,11 @@ test-fast: install lint
 gpu-check: install
 	$(PY) tools/gpu_check.py
 
-# make bench N=1000 BENCH_ARGS="--kill-at 0.1,0.5,0.9": see tools/bench.py
+# make bench N=1000 BENCH_ARGS="--kill-at 0.1,0.5,0.9": see python -m benchmarks class --help
 N ?= 60
 BENCH_ARGS ?=
 bench: install system-deps release
-	$(PY) tools/bench.py --n $(N) $(BENCH_ARGS)
+	$(PY) -m benchmarks class --n $(N) $(BENCH_ARGS)
 
 clean:
 	rm -rf submitted autograded feedback gradebook.db .artifacts reports

@@ -1,27 +1,29 @@
-"""Wall seconds of each code cell of the source notebook, run as grading runs it.
+"""``python -m benchmarks cell-times``: wall seconds of each code cell of the source notebook, run as grading
+runs it.
+
+What it measures and why: where a correct submission's runner time goes, cell
+by cell, so that the lesson's slow cells can be found.
 
 The reference is timed as grading times it (``calibration.measure``: its
 cells, then its hidden checks), in runners forked from one warmed zygote (as
 `sdpa-course autograde` workers run them); the first run is left out (it
-waits for the zygote), the next `--repeat` are averaged.  Where a correct submission's
-runner CPU goes, cell by cell: ``python tools/cell_times.py [--top 12]``.
+waits for the zygote), the next `--repeat` are averaged.
+
+    python -m benchmarks cell-times [--repeat 3] [--top 12]
 """
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser):
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--top", type=int, default=12, help="cells to print, slowest first")
-    args = parser.parse_args()
 
+
+def run(args) -> int:
     import nbformat
 
     from autograder.nbgrader.calibration import measure
@@ -49,6 +51,4 @@ def main() -> None:
     for key, seconds in sorted(means.items(), key=lambda item: -item[1])[:args.top]:
         print(f"  {seconds:6.3f}  {key}")
     print(f"  {sum(means.values()):6.3f}  all {len(means)} cells")
-
-if __name__ == "__main__":
-    main()
+    return 0

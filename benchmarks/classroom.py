@@ -1,10 +1,10 @@
-"""The benchmark's class: N students that look like a real one, seeded and deterministic.
+"""The class of ``python -m benchmarks class``: N students that look like a real one, seeded and deterministic.
 
 About 70% correct (the demo's correct variants), 25% buggy (one sample per
 misconception, in turn) and about 5% that make grading hard, split between
 hanging, crashing and unreadable notebooks (at least one of each, so small
 classes show every kind).  Payloads come from the sample catalogue where it
-has them (``tests/catalogue.py``); the few it lacks are defined here.  A
+has them (``catalogue/``); the few it lacks are defined here.  A
 student id names its sample (``s0007-hang-loop-cell``), so timings can be
 grouped by kind without any other bookkeeping.
 """

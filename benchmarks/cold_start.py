@@ -1,4 +1,8 @@
-"""Cold start: grading one late student with `sdpa-course autograde --student X` vs stock `nbgrader autograde`.
+"""``python -m benchmarks cold-start``: grading one late student, `sdpa-course autograde --student X` vs stock.
+
+What it measures and why: a late submission is graded alone, so the CLI's
+start-up (bundle, worker, zygote) is not spread over a class; this shows
+whether it still beats stock `nbgrader autograde --student X` on one student.
 
 Builds a course whose class (``--graded`` correct submissions) is already
 graded, adds one late student, and times each command grading only that
@@ -7,9 +11,8 @@ whole start-up: imports, the reference timing (``nbgrader/calibration.py``),
 runners; the CLI also its bundle, worker and zygote.  Prints each time, the
 medians, and whether the scores agree.
 
-    python tools/cold_start.py [--graded 20] [--repeat 3]
+    python -m benchmarks cold-start [--graded 20] [--repeat 3]
 """
-import argparse
 import shutil
 import statistics
 import subprocess
@@ -18,10 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from autograder.demo import course, submissions  # noqa: E402
+from autograder.demo import course, submissions
 
 LATE = "late-student"
 
@@ -48,11 +48,12 @@ def timed(base: Path, target: Path, command: list[str]) -> tuple[float, dict]:
     return time.perf_counter() - started, course.grades(target).get(LATE)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser):
     parser.add_argument("--graded", type=int, default=20, help="students graded before the late one")
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+
+
+def run(args) -> int:
     commands = {
         "stock nbgrader autograde --student": [sys.executable, "-m", "nbgrader", "autograde", course.ASSIGNMENT,
                                                "--student", LATE, "--log-level=ERROR"],
@@ -77,7 +78,3 @@ def main() -> int:
         return 0 if same else 1
     finally:
         shutil.rmtree(top, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,47 +1,59 @@
-"""What one fresh runner costs (stock `nbgrader autograde` starts one per submission).
+"""``python -m benchmarks fresh-runner-cost``: what one fresh runner costs (stock `nbgrader autograde` starts one
+per submission).
+
+What it measures and why: stock grading pays a fresh runner's whole session
+for every submission, so its start-up is a floor under stock's time per
+submission; ``--tree`` compares two checkouts (before/after a change).
 
 Times whole fresh-runner sessions: start (sandbox, warm-up), a set-up cell, a
 function, a cell that draws a figure, and one meta-device call, as a
 submission's grading does.  The first session is left out (page cache); the
-next `--repeat` are averaged.  `--tree DIR` times the grading engine of
-another checkout (e.g. a `git worktree` of an older commit) with this
-interpreter, for before/after comparisons:
+next `--repeat` are averaged.  The sessions run in a child process whose
+working directory is the checkout timed, so that its ``autograder/`` is the one
+imported (``--tree DIR``: another checkout, e.g. a `git worktree` of an older
+commit, with this interpreter):
 
-    python tools/fresh_runner_cost.py [--repeat 4] [--tree DIR]
+    python -m benchmarks fresh-runner-cost [--repeat 4] [--tree DIR]
 """
-import argparse
+import json
 import statistics
+import subprocess
 import sys
-import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 CELLS = ["import torch\nimport torch.nn.functional as F\nimport matplotlib.pyplot as plt",
          "def double(x):\n    return x * 2",
          "fig, ax = plt.subplots()\nax.imshow(torch.rand(4, 4).numpy())\nax.set_title('t')\nplt.show()"]
+# Run with `python -c` in the checkout timed: its directory comes first on sys.path, so its autograder is used.
+SESSIONS = """
+import json, sys, time
+import torch
+from autograder.sandbox.session import StudentSession
+cells, sessions = json.loads(sys.argv[1]), int(sys.argv[2])
+seconds = []
+for _ in range(sessions):
+    started = time.perf_counter()
+    with StudentSession(cells) as session:
+        session.run_notebook()
+        session.call("double", torch.ones(2), on_device="meta")
+    seconds.append(time.perf_counter() - started)
+print(json.dumps(seconds))
+"""
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser):
     parser.add_argument("--repeat", type=int, default=4)
-    parser.add_argument("--tree", default=str(Path(__file__).resolve().parents[1]),
-                        help="checkout whose autograder/ to time (default: this one)")
-    args = parser.parse_args()
-    sys.path.insert(0, str(Path(args.tree).resolve()))
-    import torch
+    parser.add_argument("--tree", default=str(ROOT), help="checkout whose autograder/ to time (default: this one)")
 
-    from autograder.sandbox.session import StudentSession
 
-    seconds = []
-    for _ in range(args.repeat + 1):
-        started = time.perf_counter()
-        with StudentSession(CELLS) as session:
-            session.run_notebook()
-            session.call("double", torch.ones(2), on_device="meta")
-        seconds.append(time.perf_counter() - started)
-    kept = seconds[1:]
+def run(args) -> int:
+    tree = Path(args.tree).resolve()
+    proc = subprocess.run([sys.executable, "-c", SESSIONS, json.dumps(CELLS), str(args.repeat + 1)], cwd=tree,
+                          stdout=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        return proc.returncode
+    kept = json.loads(proc.stdout.strip().splitlines()[-1])[1:]
     print(f"fresh runner session ({args.tree}): {statistics.mean(kept):.2f} s mean of {len(kept)} "
           f"(each: {' '.join(f'{s:.2f}' for s in kept)})")
-
-
-if __name__ == "__main__":
-    main()
+    return 0

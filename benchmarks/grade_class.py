@@ -1,18 +1,23 @@
-"""Benchmark: stock `nbgrader autograde` vs `sdpa-course autograde --workers 2` (``make bench``).
+"""``python -m benchmarks class`` (``make bench``): stock `nbgrader autograde` vs `sdpa-course autograde --workers 2`.
 
-Generates a class of N students that looks like a real one (``bench_class.py``:
+What it measures and why: the CLI exists to grade a class faster than stock
+nbgrader without changing a single grade, so this grades one generated class
+both ways on this machine and compares the time, the memory and every score.
+
+Generates a class of N students that looks like a real one (``classroom.py``:
 about 70% correct, 25% buggy, 5% hanging, crashing or unreadable; seeded),
 prints the mix, grades one copy of the course with stock ``nbgrader
 autograde`` and another with ``sdpa-course autograde --workers W``, one
-after the other on this machine, and prints:
+after the other on this machine (``graders.py`` runs and watches them), and
+prints:
 
 * seconds per submission for both and the ratio, and a table per kind of
   submission (stock: each student's time from nbgrader's timestamped log;
   CLI: the worker seconds of its per-submission lines, and their share of
   the wall time);
 * the per-submission CPU floor: CPU of a correct submission's cells plus its
-  hidden checks (``--profile --zygote --kind correct``), divided by the
-  cores -- no scheduler can grade faster than that;
+  hidden checks (``python -m benchmarks profile --zygote --kind correct``),
+  divided by the cores -- no scheduler can grade faster than that;
 * for the CLI, seconds per submission per block of completions (flat in N?)
   and the peak resident memory (VmHWM) of its process, the gradebook's
   single writer;
@@ -28,12 +33,12 @@ Options of the form ``--Class.trait=value`` go to both graders.
 
 ``--profile`` instead grades a few submissions with the stock converter in
 this process, timing each stage, and prints where one submission's time and
-CPU go (``bench_profile.py``); ``--zygote`` forks the runners from a warmed
-zygote, as the workers of ``sdpa-course autograde`` do.
+CPU go (the same as ``python -m benchmarks profile``); ``--zygote`` forks the
+runners from a warmed zygote, as the workers of ``sdpa-course autograde`` do.
 
-    python tools/bench.py [--n 60] [--workers 2] [--seed 0] [--stock-sample K] [--kill-at F,F,...]
-                          [--dir .artifacts/bench] [--keep] [--Class.trait=value ...]
-    python tools/bench.py --profile [--n 4] [--zygote] [--kind correct] [--json FILE]
+    python -m benchmarks class [--n 60] [--workers 2] [--seed 0] [--stock-sample K] [--kill-at F,F,...]
+                               [--dir .artifacts/bench] [--keep] [--Class.trait=value ...]
+    python -m benchmarks class --profile [--n 4] [--zygote] [--kind correct] [--json FILE]
 """
 import argparse
 import json
@@ -44,13 +49,12 @@ import sys
 import time
 from pathlib import Path
 
+from autograder.demo import course
+
+from . import classroom, graders, stage_profile
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from autograder.cli import NBGRADER_OPTION  # noqa: E402
-from autograder.demo import course  # noqa: E402
-from tools import bench_class, bench_runs  # noqa: E402
-
+ACCEPTS_NBGRADER_OPTIONS = True
 STOCK_LIMIT = 200  # above this many students, stock grades a sample
 
 
@@ -69,10 +73,10 @@ def copy_course(base: Path, target: Path, students=None) -> Path:
 def cpu_floor(args, top: Path):
     """CPU floor figures from a `--profile --zygote --kind correct` run in its own process (None if it failed)."""
     out = top / "floor.json"
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--profile", "--zygote", "--kind", "correct", "--n", "4",
+    cmd = [sys.executable, "-m", "benchmarks", "profile", "--zygote", "--kind", "correct", "--n", "4",
            "--dir", str(top / "floor"), "--json", str(out), *args.nbgrader_args]
     with open(top / "floor.log", "w") as log:
-        subprocess.run(cmd, env=course.nbgrader_env(), stdout=log, stderr=subprocess.STDOUT)
+        subprocess.run(cmd, cwd=ROOT, env=course.nbgrader_env(), stdout=log, stderr=subprocess.STDOUT)
     return json.loads(out.read_text()) if out.exists() else None
 
 
@@ -80,7 +84,7 @@ def per_kind(students, stock, cli):
     """{kind: (count in class, stock mean s, CLI worker mean s, CLI wall share s)}; None where no figure."""
     worker_total = sum(v for v in cli.seconds.values() if v) or 1.0
     rows = {}
-    for kind in bench_class.KINDS:
+    for kind in classroom.KINDS:
         ids = [s.id for s in students if s.kind == kind]
         if not ids:
             continue
@@ -165,15 +169,15 @@ def print_scale(cli, n):
 
 def print_comparison(stock_root, cli_root, students, cli):
     ids = [s.id for s in students]
-    scores, books = bench_runs.compare(stock_root, cli_root, ids)
+    scores, books = graders.compare(stock_root, cli_root, ids)
     g_stock, g_cli = course.grades(stock_root), course.grades(cli_root)
     print(f"\nscores identical for {len(ids) - len(scores)} of {len(ids)} students graded by both"
           + ("" if scores else " (all)"))
     for s in scores:
         why = f" — CLI: FAILED {cli.failed[s]}" if s in cli.failed else ""
-        print(f"  differs: {s}: stock {bench_runs.score_text(g_stock.get(s))}, CLI "
-              f"{bench_runs.score_text(g_cli.get(s))}{why}")
-    nb_stock, nb_cli = bench_runs.notebooks(stock_root, ids), bench_runs.notebooks(cli_root, ids)
+        print(f"  differs: {s}: stock {graders.score_text(g_stock.get(s))}, CLI "
+              f"{graders.score_text(g_cli.get(s))}{why}")
+    nb_stock, nb_cli = graders.notebooks(stock_root, ids), graders.notebooks(cli_root, ids)
     both = sorted(set(nb_stock) & set(nb_cli))
     print(f"autograded notebooks identical for {len(both) - len([s for s in books if s in both])} of {len(both)} "
           f"in both; only stock has {len(set(nb_stock) - set(nb_cli))}, only the CLI {len(set(nb_cli) - set(nb_stock))}"
@@ -199,8 +203,8 @@ def resume(args, base, students, clean, top, tmp):
           f"the clean run's {clean['wall']:.0f} s (start-up {clean['startup']:.0f} s, paid again by every run), "
           f"then a run to the end")
     for fraction, after in zip(args.kill_at, kill_times(args.kill_at, clean["wall"], clean["startup"])):
-        run = bench_runs.run_cli(root, args.workers, args.nbgrader_args, tmp, kill_after=after)
-        saved = bench_runs.graded(root)
+        run = graders.run_cli(root, args.workers, args.nbgrader_args, tmp, kill_after=after)
+        saved = graders.graded(root)
         now = course.grades(root)
         wrong = [s for s in saved if now.get(s) != reference.get(s)]
         ok &= not wrong and not run.left_alive
@@ -208,8 +212,8 @@ def resume(args, base, students, clean, top, tmp):
         print(f"  {fraction:g}: {when}: {len(saved)} of {len(students)} in autograded/, "
               + ("each with the clean run's grades" if not wrong else f"DIFFERENT grades: {', '.join(wrong)}")
               + (f"; STILL ALIVE: {run.left_alive}" if run.left_alive else "; no worker or sandbox left"))
-    final = bench_runs.run_cli(root, args.workers, args.nbgrader_args, tmp)
-    _, books = bench_runs.compare(clean["root"], root, [s.id for s in students])
+    final = graders.run_cli(root, args.workers, args.nbgrader_args, tmp)
+    _, books = graders.compare(clean["root"], root, [s.id for s in students])
     same = course.grades(root) == reference
     staging = (root / "autograded" / ".sdpa-staging").exists()
     stale = [p.name for p in tmp.iterdir()] if tmp.exists() else []
@@ -225,23 +229,23 @@ def bench(args) -> int:
     top = Path(args.dir).resolve()
     tmp = top / "tmp"
     n = args.n
-    students = bench_class.generate(n, args.seed, args.rare)
+    students = classroom.generate(n, args.seed, args.rare)
     k = args.stock_sample if args.stock_sample is not None else (n if n <= STOCK_LIMIT else 50)
-    sample = students if k >= n else bench_class.sample_of(students, k)
+    sample = students if k >= n else classroom.sample_of(students, k)
     print(f"class of {n} students (seed {args.seed}), built in {top}:")
-    print("\n".join(bench_class.describe(students)))
+    print("\n".join(classroom.describe(students)))
     if len(sample) < n:
-        print(f"stock grades a stratified sample of {len(sample)}:\n" + "\n".join(bench_class.describe(sample)[:1]))
-    base = bench_class.write_class(top / "base", students)
+        print(f"stock grades a stratified sample of {len(sample)}:\n" + "\n".join(classroom.describe(sample)[:1]))
+    base = classroom.write_class(top / "base", students)
     stock_root, cli_root = copy_course(base, top / "stock", sample), copy_course(base, top / "cli")
     loads = [os.getloadavg()[0]]
     print(f"stock: nbgrader autograde on {len(sample)} ...", flush=True)
-    stock = bench_runs.run_stock(stock_root, [s.id for s in sample], args.nbgrader_args, tmp)
+    stock = graders.run_stock(stock_root, [s.id for s in sample], args.nbgrader_args, tmp)
     loads.append(os.getloadavg()[0])
     print(f"CLI: sdpa-course autograde --workers {args.workers} on {n} ...", flush=True)
-    cli = bench_runs.run_cli(cli_root, args.workers, args.nbgrader_args, tmp)
+    cli = graders.run_cli(cli_root, args.workers, args.nbgrader_args, tmp)
     loads.append(os.getloadavg()[0])
-    print("CPU floor: tools/bench.py --profile --zygote --kind correct --n 4 ...", flush=True)
+    print("CPU floor: python -m benchmarks profile --zygote --kind correct --n 4 ...", flush=True)
     floor = cpu_floor(args, top)
     rows = per_kind(students, stock, cli)
     print_times(args, students, stock, cli, rows, len(sample) < n, loads)
@@ -268,8 +272,7 @@ def fractions(text):
     return values
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser):
     parser.add_argument("--n", type=int, default=None, help="students (default 60; 4 with --profile)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0, help="the class generator's seed")
@@ -284,23 +287,16 @@ def main():
     parser.add_argument("--profile", action="store_true", help="time the stages of the stock pipeline instead")
     parser.add_argument("--zygote", action="store_true",
                         help="with --profile: fork the runners from a warmed zygote, as sdpa-course workers do")
-    parser.add_argument("--kind", choices=bench_class.KINDS[:2], default=None,
+    parser.add_argument("--kind", choices=classroom.KINDS[:2], default=None,
                         help="with --profile: only correct (or buggy) submissions")
     parser.add_argument("--json", default=None, metavar="FILE", help="with --profile: write the CPU figures here")
-    args, extra = parser.parse_known_args()
-    bad = [a for a in extra if not NBGRADER_OPTION.match(a)]
-    if bad:
-        parser.error(f"unrecognized arguments: {' '.join(bad)}")
-    args.nbgrader_args = extra
+
+
+def run(args) -> int:
+    """`args.nbgrader_args`: the --Class.trait=value options, for both graders."""
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     if args.profile:
-        from tools import bench_profile
-
         args.n = args.n or 4
-        return bench_profile.profile(args)
+        return stage_profile.profile(args)
     args.n = args.n or 60
     return bench(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Running and observing the two graders for ``tools/bench.py``.
+"""Running and observing the two graders for ``python -m benchmarks class``.
 
 Stock ``nbgrader autograde`` is run unchanged except for its log format: a
 timestamp on every log line.  nbgrader grades one student after another and
@@ -29,7 +29,8 @@ from typing import Optional
 
 from autograder.demo import course
 from autograder.sandbox.guest import procfs
-from tools.grader_memory import high_water_mib
+
+from .memory import high_water_mib
 
 LOG_FORMAT = "%(created).3f %(levelname)s %(message)s"
 STUDENT_ID = re.compile(r"s\d{4}-[A-Za-z0-9-]+")

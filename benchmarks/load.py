@@ -1,4 +1,8 @@
-"""Evidence for the time-limit rule: correct submissions graded beside CPU-hungry processes lose nothing.
+"""``python -m benchmarks load``: correct submissions graded beside CPU-hungry processes lose nothing.
+
+What it measures and why: time limits are derived from the reference's own
+timing, so the evidence that a loaded machine costs no correct answer a point
+is to grade correct answers under load, and count what the retry absorbed.
 
 Builds a course whose students all submit correct notebooks (every sample in
 ``autograder.demo.submissions.CORRECT``, including one written with slow
@@ -10,9 +14,8 @@ case).  Prints, per command: students below full marks, limit events, and
 how many overruns the retry absorbed.  Exit status 1 if any correct
 submission lost a point.
 
-    python tools/limits_under_load.py [--copies 3] [--hogs 4] [--delay 0] [--only stock|cli]
+    python -m benchmarks load [--copies 3] [--hogs 4] [--delay 0] [--only stock|cli]
 """
-import argparse
 import json
 import os
 import shutil
@@ -23,11 +26,8 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from autograder.demo import course, submissions  # noqa: E402
-from autograder.grading import record  # noqa: E402
+from autograder.demo import course, submissions
+from autograder.grading import record
 
 HOG = [sys.executable, "-c", "while True: pass"]
 
@@ -81,14 +81,15 @@ def summarise(target):
     return lost, events, retried, at_once
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser):
     parser.add_argument("--copies", type=int, default=3, help="students per correct sample")
     parser.add_argument("--hogs", type=int, default=2 * (os.cpu_count() or 1), help="busy-looping processes")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before the hogs start")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", choices=("stock", "cli"))
-    args = parser.parse_args()
+
+
+def run(args) -> int:
     top = Path(tempfile.mkdtemp(prefix="sdpa-load-"))
     try:
         base = build(top, args.copies)
@@ -116,7 +117,3 @@ def main():
         return 1 if charged else 0
     finally:
         shutil.rmtree(top, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,11 @@
-"""Peak memory of the grading process, per submission: a normal one and a flood.
+"""``python -m benchmarks memory``: peak memory of the grading process, per submission: a normal one and a flood.
 
-Usage: python tools/grader_memory.py [SAMPLE ...]
+What it measures and why: outputs are capped in the grader, so a submission
+that floods its outputs must not make the grading process (the one that holds
+the notebook and writes the gradebook) grow; this compares its peak with a
+normal submission's.
+
+Usage: python -m benchmarks memory [SAMPLE ...]
        (default: correct-reference attack-output-flood attack-stop-and-small-pipe)
 
 Each sample is graded alone by stock `nbgrader autograde --student NAME` on a
@@ -9,17 +14,14 @@ temporary copy of the course.  The grading process's own peak resident set
 processes and do not count) is printed with the wall time and the size of
 the autograded notebook.
 """
-import argparse
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import catalogue  # noqa: E402
-from autograder.demo import course  # noqa: E402
+import catalogue
+from autograder.demo import course
 
 DEFAULT = ("correct-reference", "attack-output-flood", "attack-stop-and-small-pipe")
 
@@ -52,10 +54,12 @@ def grade_one(root, student):
     return peak, seconds, notebook.stat().st_size if notebook.exists() else 0, proc.returncode
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("samples", nargs="*", default=DEFAULT)
-    names = parser.parse_args().samples
+def add_arguments(parser):
+    parser.add_argument("samples", nargs="*", default=DEFAULT, metavar="SAMPLE", help="catalogue sample names")
+
+
+def run(args) -> int:
+    names = args.samples
     chosen = [s for s in catalogue.CATALOGUE if s.name in names]
     with tempfile.TemporaryDirectory() as tmp:
         root = course.make_course(Path(tmp) / "course")
@@ -67,7 +71,4 @@ def main():
         for sample in chosen:
             peak, seconds, size, code = grade_one(root, sample.name)
             print(f"{sample.name:32s} {peak:12.0f} {seconds:8.1f} {size / 1024:12.0f}  {code}")
-
-
-if __name__ == "__main__":
-    main()
+    return 0

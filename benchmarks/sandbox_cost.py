@@ -1,22 +1,23 @@
-"""Measure what the sandbox costs: stock `nbgrader autograde` with and without it.
+"""``python -m benchmarks sandbox-cost``: what the sandbox costs, stock `nbgrader autograde` with and without it.
 
-Usage: python tools/sandbox_cost.py [--n 8]
+What it measures and why: every submission runs in a sandbox (bubblewrap, a
+fresh runner); this is its price per submission, and the check that it
+changes no score.
+
+Usage: python -m benchmarks sandbox-cost [--n 8]
 
 Grades the same N sample submissions (a mix of correct and buggy ones) in two
 fresh course copies, once sandboxed and once with SDPA_SANDBOX=off, checks
 that every score is identical, and prints seconds per submission for both.
 """
-import argparse
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import catalogue  # noqa: E402
-from autograder.demo import course  # noqa: E402
+import catalogue
+from autograder.demo import course
 
 MIX = ["correct-reference", "bug-mask-inverted", "bug-scale-by-dk", "correct-alternatives", "bug-softmax-unstable",
        "bug-causal-off-by-one", "correct-noisy", "bug-padding-polarity"]
@@ -39,10 +40,11 @@ def grade(root, n, sandbox):
     return seconds, course.grades(root)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser):
     parser.add_argument("--n", type=int, default=8, help="number of submissions (default 8)")
-    args = parser.parse_args()
+
+
+def run(args) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         on_s, on = grade(course.make_course(Path(tmp) / "sandboxed"), args.n, sandbox=True)
         off_s, off = grade(course.make_course(Path(tmp) / "plain"), args.n, sandbox=False)
@@ -54,7 +56,3 @@ def main():
         return 1
     print("scores identical")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,19 @@
-"""``tools/bench.py --profile``: where one submission's time and CPU go, in one process.
+"""``python -m benchmarks profile`` (also ``class --profile``): where one submission's time and CPU go.
+
+What it measures and why: the stages of the stock pipeline, so that work on
+speed goes where the time is, and the per-submission CPU floor that ``make
+bench`` compares the CLI with: no scheduler can beat CPU / cores.
 
 Grades a few submissions with the stock converter in this process, timing
 each stage by wrapping it, and adds up the CPU spent where the work really
 is: the runner's (the student's cells, and answering the hidden checks'
 calls) and the grading process's inside the hidden checks.  Their sum for a
-correct submission is the per-submission CPU floor that ``make bench``
-compares the CLI with: no scheduler can beat CPU / cores.
+correct submission is the CPU floor.  ``--zygote`` forks the runners from a
+warmed zygote, as the workers of ``sdpa-course autograde`` do; ``--json FILE``
+writes the CPU figures (``class`` takes its CPU floor from there).  Options of
+the form ``--Class.trait=value`` go to nbgrader.
+
+    python -m benchmarks profile [--n 4] [--zygote] [--kind correct] [--json FILE] [--Class.trait=value ...]
 """
 from __future__ import annotations
 
@@ -14,13 +22,17 @@ import functools
 import gc
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 from autograder.demo import course
 from autograder.sandbox.guest import procfs
-from tools import bench_class
 
+from . import classroom
+
+ROOT = Path(__file__).resolve().parents[1]
+ACCEPTS_NBGRADER_OPTIONS = True
 SPAWN = "runner start (fresh: bwrap, python, IPython; or fork)"
 
 
@@ -124,9 +136,10 @@ def profile(args) -> int:
     """Grade args.n submissions in this process and print where the time and CPU go."""
     started = time.perf_counter()
     top = Path(args.dir).resolve() / "profile"
-    students = bench_class.of_kind(args.n, args.kind) if args.kind else bench_class.generate(args.n, args.seed,
+    out = Path(args.json).resolve() if args.json else None  # before chdir: a relative FILE is from here
+    students = classroom.of_kind(args.n, args.kind) if args.kind else classroom.generate(args.n, args.seed,
                                                                                             rare=0)
-    root = bench_class.write_class(top, students)
+    root = classroom.write_class(top, students)
     os.chdir(root)
     t0 = time.perf_counter()
     from nbgrader.apps.autogradeapp import AutogradeApp
@@ -157,7 +170,7 @@ def profile(args) -> int:
     report(stages, total, len(converter.assignments), server is not None, t_import, t0 - started)
     figures = cpu_figures(stages.per_submission)
     if args.json:
-        Path(args.json).write_text(json.dumps(figures))
+        out.write_text(json.dumps(figures))
     return 0
 
 
@@ -187,3 +200,19 @@ def report(stages, total, n, zygote, t_import, t_build):
     print(f"  CPU per submission (mean of {f['submissions']}, the first left out): runner {f['runner']:.2f} s "
           f"(cells and answering the checks{'' if zygote else ', runner start included'}) + grading process in "
           f"the hidden checks {f['checks']:.2f} s = {f['total']:.2f} s")
+
+
+def add_arguments(parser):
+    parser.add_argument("--n", type=int, default=4, help="submissions (default 4; the first is left out of CPU)")
+    parser.add_argument("--seed", type=int, default=0, help="the class generator's seed")
+    parser.add_argument("--dir", default=str(ROOT / ".artifacts" / "bench"))
+    parser.add_argument("--zygote", action="store_true",
+                        help="fork the runners from a warmed zygote, as sdpa-course workers do")
+    parser.add_argument("--kind", choices=classroom.KINDS[:2], default=None,
+                        help="only correct (or buggy) submissions")
+    parser.add_argument("--json", default=None, metavar="FILE", help="write the CPU figures here")
+
+
+def run(args) -> int:
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    return profile(args)

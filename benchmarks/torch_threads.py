@@ -1,17 +1,17 @@
-"""Why grading workers run torch with one thread: CPU and wall time of one hidden-check tolerance, by threads.
+"""``python -m benchmarks torch-threads``: CPU and wall time of one hidden-check tolerance, by torch threads.
 
-    python tools/torch_threads.py [--calls 2000] [--busy]
+What it measures and why: grading workers run torch with one thread; this is
+the evidence for that choice (what a second thread buys, alone and beside a
+busy process).
+
+    python -m benchmarks torch-threads [--calls 2000] [--busy]
 
 ``--busy`` runs one CPU-bound process beside it, as a second worker or a
 runner would be on a 2-core machine.
 """
-import argparse
 import subprocess
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def measure(threads: int, calls: int) -> tuple[float, float]:
@@ -29,11 +29,12 @@ def measure(threads: int, calls: int) -> tuple[float, float]:
     return (time.perf_counter() - wall) / calls * 1e3, (time.process_time() - cpu) / calls * 1e3
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser):
     parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--busy", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--busy", action="store_true", help="run one CPU-bound process beside it")
+
+
+def run(args) -> int:
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
     try:
         for threads in (1, 2):
@@ -44,7 +45,3 @@ def main() -> int:
         if hog is not None:
             hog.kill()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -95,7 +95,7 @@ class Grader:
 
         # The hidden checks' tensors are tiny, and the workers and their runners already fill every
         # core: a second intra-op thread would only spin (twice the CPU per torch call, four times the
-        # wall time when the cores are busy; tools/torch_threads.py measures it).
+        # wall time when the cores are busy; python -m benchmarks torch-threads measures it).
         torch.set_num_threads(1)
         self.assignment = bundle["assignment"]
         self.root = tempfile.mkdtemp(prefix="sdpa-grader-")
