@@ -22,7 +22,7 @@ MARKDOWN = [README, *PAGES]
 # Top-level entries of the repository whose paths the docs may name in backticks.
 REPO_DIRS = ("autograder", "assignments", "benchmarks", "catalogue", "docs", "hub", "solutions", "source", "tests",
              "tools", ".ci")
-REPO_FILES = ("Makefile", "README.md", "mkdocs.yml", "nbgrader_config.py", "pyproject.toml")
+REPO_FILES = (".importlinter", "Makefile", "README.md", "mkdocs.yml", "nbgrader_config.py", "pyproject.toml")
 # Named in the docs, made by a command rather than committed.
 GENERATED = ("hub/node_modules",)
 CODE = re.compile(r"`([^`\n]+)`")
