@@ -24,7 +24,7 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # per-cell timeout. Grading limits are SandboxedExecute's traits (help texts in
 # autograder/nbgrader/execute.py): by default 20x the reference solution's time on
 # the grading machine, at least 2 s, at most e.g. c.SandboxedExecute.cell_timeout = 30,
-# retried once before they count (README: "Time limits").
+# retried once before they count (docs/design/time-limits.md).
 c.Execute.timeout = 60
 # The exchange lives inside the course when one person runs everything; on a shared JupyterHub it
 # is one directory for all users, given by SDPA_EXCHANGE_ROOT (hub/control.py sets it).  nbgrader

@@ -274,7 +274,7 @@ class Hub:
         for role in ("instructor", "student"):
             conf = self.state / "jupyter" / role
             (conf / "labconfig").mkdir(parents=True, exist_ok=True)
-            lines = ['"""Written by hub/control.py for this hub; see hub/README section in README.md."""',
+            lines = ['"""Written by hub/control.py for this hub; see docs/instructor/hub.md."""',
                      "c = get_config()  # noqa: F821"]
             if role == "instructor":
                 course_config = self.course / "nbgrader_config.py"
