@@ -157,7 +157,7 @@ class ForkedRunner:
     def __init__(self, zygote: _Zygote, stdin: IO[bytes], stdout: IO[bytes], log_file: IO[bytes]) -> None:
         self.zygote, self.stdin, self.stdout, self.log = zygote, stdin, stdout, log_file
         self.stopped = False
-        self.host_pid = None  # for `session`: whether the runner stopped itself
+        self.host_pid = None  # for `connection.RunnerConnection`: whether the runner stopped itself
 
     def stop(self) -> None:
         """`runners.stop_runner`: end this runner; the zygote resets its sandbox (or is discarded).

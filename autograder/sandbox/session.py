@@ -7,36 +7,29 @@ and kernel exits cost one bounded timeout each: the runner is restarted,
 earlier cells are replayed, and the offending cell or function is skipped
 from then on, so one infinite loop never zeroes the rest of the notebook.
 
-The runner is an adversary, so every bound is kept on this side: each write
-to it and each wait for it has a wall-clock deadline (a stopped runner uses
-no CPU, so CPU limits never fire), each reply is capped as it is read, the
-queue of unread replies is bounded, and cell outputs are capped again
-before they are stored (``outputs.py``).
+The runner is an adversary, so every bound is kept on this side: each
+request has a wall-clock deadline, its own limit and never past the
+submission's budget, which the connection to the runner keeps
+(``connection.py``), and cell outputs are capped again before they are
+stored (``outputs.py``).  What the run leaves for the record is its
+`report` (``report.py``).
 """
 from __future__ import annotations
 
-import os
-import queue
 import secrets
-import select
-import shutil
-import subprocess
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from . import launcher, procs
+from . import launcher
+from .connection import RunnerConnection, RunnerGone
 from .guest import wire
 from .load_evidence import LoadWatch
 from .outputs import OutputBudget, text_form
-from .runners import RunnerSource, read_replies, reply_queue, runner_command, runner_dirs, stop_runner
+from .report import Reported, SessionReport
+from .runners import RunnerSource
 
-# Frames the runner sends that answer no request (student code writing to the
-# protocol pipe): dropped, but a runner that keeps sending them is killed.
-MAX_UNSOLICITED_FRAMES = 32
-WATCH_SECONDS = 0.2  # how often a wait looks at whether the runner has stopped itself
 
 @dataclass(frozen=True)
 class Budget:
@@ -121,12 +114,18 @@ class CellRunError(Exception):
         self.position = position
 
 
-class _RunnerGone(Exception):
-    pass
-
-
 class StudentSession:
     """One submission's sandboxed runner plus the bookkeeping around it."""
+
+    # What the run leaves for the record (`report`), read and written as the session's own.
+    status = Reported()
+    events = Reported()
+    restarts = Reported()
+    retries = Reported()
+    unstarved = Reported()
+    reused = Reported()
+    cell_seconds = Reported()
+    call_seconds = Reported()
 
     def __init__(self, cells: Iterable[str], *, display_cells: Iterable[int] = (), budget: Budget = Budget(),
                  limits: Optional[launcher.Limits] = None, require_isolation: bool = False,
@@ -137,7 +136,6 @@ class StudentSession:
         # (``calibration``): run without rendering figures; if their text is the reference's, the
         # reference's outputs are kept, figures included.
         self.known_outputs = dict(known_outputs or {})
-        self.reused = 0  # cells whose outputs came from the reference
         # Provided cells that only show output (visible checks, plots, demos): short
         # timeout, replayed without output, and all skipped once one hangs or crashes.
         self.display_cells = set(display_cells)
@@ -148,27 +146,28 @@ class StudentSession:
         self.require_isolation = require_isolation
         self.skipped = {}  # cell position -> reason it is no longer replayed
         self.hung = set()  # functions that timed out or crashed once
-        self.events = []  # limit reports, shown to instructor and student
-        self.restarts = 0
-        self.retries = 0  # limit overruns given a second try on a fresh runner
-        self.unstarved = 0  # overruns charged at once: the runner had a core to itself (load_evidence)
-        self._answered = False  # whether this runner has answered a request (its set-up is over)
         self._free_restart = False  # the next restart is a retry's: not counted in max_restarts
         self._watch = None  # LoadWatch of the request in flight, when it may be charged without a retry
-        self.cell_seconds = {}  # position -> wall seconds of its run (calibration reads the reference's)
-        self.call_seconds = {}  # function -> wall seconds of its longest call
-        self.started = time.monotonic()
+        started = time.monotonic()
         self.executed = 0  # cells run so far (prefix of self.cells)
         self.outputs = OutputBudget()
-        self.unsolicited = 0  # frames that answered no request
-        self.proc = None
-        self._pid = None  # the runner's host pid, to see whether it stopped itself
-        self.directory = None  # the runner's own `runner_dirs` top, removed with it
-        self.status = launcher.probe()
+        self.unsolicited = 0  # frames that answered no request, over all of this session's runners
+        self._runner = None  # the RunnerConnection, None between runners
+        self.report = SessionReport(status=launcher.probe(), started=started)
+
+    @property
+    def proc(self):
+        """The current runner's process (its sandbox's Popen, or a `runners.Runner`), None between runners."""
+        return self._runner.proc if self._runner is not None else None
+
+    @property
+    def _pid(self):
+        """The current runner's host pid, when it is watched."""
+        return self._runner.pid if self._runner is not None else None
 
     # -- process management ------------------------------------------------
     def _time_left(self):
-        return self.budget.total_seconds - (time.monotonic() - self.started)
+        return self.budget.total_seconds - (time.monotonic() - self.report.started)
 
     def _deadline(self, timeout):
         """Monotonic deadline of one request: its own timeout, never past the submission's budget."""
@@ -178,99 +177,27 @@ class StudentSession:
         return time.monotonic() + min(timeout, left)
 
     def _spawn(self):
-        self._answered = False
         handed = (self.runner_source.take(self.limits, self.require_isolation)
                   if self.runner_source is not None else None)
         if handed is not None:
-            self.proc, self._replies = handed.proc, handed.replies
-            self.directory, self._log = handed.directory, handed.log
-            self._pid = getattr(self.proc, "host_pid", None)
+            self._runner = RunnerConnection.handed(handed, self.unsolicited)
             return
-        self.directory, work, self._log = runner_dirs()
-        argv, readonly = runner_command(self.limits)
-        self.proc = launcher.sandboxed_popen(
-            argv, scratch=work, readonly=readonly,
-            limits=self.limits, require_isolation=self.require_isolation, zygote=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
-        self._replies = reply_queue()
-        threading.Thread(target=read_replies, args=(self.proc.stdout, self._replies), daemon=True).start()
-        self._wait(self._deadline(self.budget.start_timeout))
-        self._pid = procs.runner_pid(self.proc)
-
-    def _wait(self, deadline, request_id=None):
-        """The reply to `request_id` by `deadline`; frames forged by student code are dropped."""
-        while True:
-            left = deadline - time.monotonic()
-            try:
-                # Past the deadline, one last look: a reply that came in time while this side was slow.
-                reply = self._replies.get(timeout=min(left, WATCH_SECONDS)) if left > 0 else self._replies.get_nowait()
-            except queue.Empty:
-                if left <= 0:
-                    raise TimeoutError from None
-                self._check_not_stopped()
-                if self._watch is not None:
-                    self._watch.tick()
-                continue
-            if isinstance(reply, Exception):
-                raise _RunnerGone(str(reply))
-            header = reply[0] if isinstance(reply, tuple) else None
-            if request_id is None or (isinstance(header, dict) and header.get("id") == request_id):
-                return reply
-            self.unsolicited += 1
-            if self.unsolicited > MAX_UNSOLICITED_FRAMES:
-                raise _RunnerGone(f"the runner sent more than {MAX_UNSOLICITED_FRAMES} frames nobody asked for")
-
-    def _check_not_stopped(self):
-        """A runner that stopped itself (SIGSTOP) uses no CPU and never answers: end it now.  One that
-        has ended is gone even if something else in its sandbox still holds its pipes open."""
-        if self._pid is None:
-            return
-        state = procs.process_state(self._pid)
-        if state in ("T", "t"):
-            raise _RunnerGone("运行环境把自己暂停了（SIGSTOP），评分进程已将其终止")
-        if state in ("", "Z"):
-            raise _RunnerGone("运行环境的进程已经结束")
-
-    def _write(self, data, deadline):
-        """Write `data` to the runner by `deadline`, never blocking past it (its pipe may be full)."""
-        fd = self.proc.stdin.fileno()
-        os.set_blocking(fd, False)
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT)
-        view = memoryview(data)
-        while view:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            if not poller.poll(min(left, WATCH_SECONDS) * 1000):
-                self._check_not_stopped()
-                continue
-            try:
-                view = view[os.write(fd, view):]
-            except BlockingIOError:
-                continue
-            except OSError as exc:
-                raise _RunnerGone(str(exc)) from None
+        self._runner = RunnerConnection.launch(self.limits, self.require_isolation, self.unsolicited)
+        self._runner.wait(self._deadline(self.budget.start_timeout))
+        self._runner.find_pid()
 
     def _kill(self):
-        if self.proc is not None:
-            stop_runner(self.proc)
-            self.proc, self._pid = None, None
-            self._log.close()
-            _drain(self._replies)  # lets a reader thread blocked on a full queue see EOF and end
-        if self.directory:
-            shutil.rmtree(self.directory, ignore_errors=True)
-            self.directory = None
+        if self._runner is not None:
+            self._runner.stop()
+            self.unsolicited = self._runner.unsolicited
+            self._runner = None
 
     def elapsed(self) -> float:
-        return round(time.monotonic() - self.started, 3)
+        return self.report.elapsed()
 
     def close(self) -> None:
-        if self.proc is not None:
-            try:
-                self._write(wire.frame({"op": "bye"}), time.monotonic() + 0.5)
-            except (OSError, TimeoutError, _RunnerGone):
-                pass
+        if self._runner is not None:
+            self._runner.say_bye()
         self._kill()
 
     def __enter__(self) -> StudentSession:
@@ -280,15 +207,11 @@ class StudentSession:
         self.close()
 
     def _exchange(self, msg, blobs, timeout):
-        msg = dict(msg, id=secrets.token_hex(8))
-        deadline = self._deadline(timeout)
-        self._write(wire.frame(msg, blobs), deadline)
-        reply = self._wait(deadline, msg["id"])
-        self._answered = True
-        return reply
+        request_id = secrets.token_hex(8)
+        return self._runner.request(msg, blobs, request_id, self._deadline(timeout), self._watch)
 
     def _request(self, msg, blobs, timeout):
-        if self.proc is None:
+        if self._runner is None:
             self._restart()
         return self._exchange(msg, blobs, timeout)
 
@@ -300,9 +223,9 @@ class StudentSession:
         """
         while True:
             self._kill()
-            if self.restarts > self.budget.max_restarts or self._time_left() <= 0:
+            if self.report.restarts > self.budget.max_restarts or self._time_left() <= 0:
                 raise _BudgetSpent()
-            self.restarts += 1 if self.executed and not self._free_restart else 0
+            self.report.restarts += 1 if self.executed and not self._free_restart else 0
             current = None
             try:
                 self._spawn()
@@ -318,13 +241,13 @@ class StudentSession:
                     self._exchange({"op": "exec", "source": self.cells[pos], "quiet": quiet}, [],
                                    self.budget.display_cell_timeout if display else self.budget.cell_timeout)
                 return
-            except (TimeoutError, _RunnerGone) as exc:
+            except (TimeoutError, RunnerGone) as exc:
                 if current is None:
-                    self.events.append({"kind": "RunnerStartFailed", "detail": str(exc) or type(exc).__name__})
+                    self.report.events.append({"kind": "RunnerStartFailed", "detail": str(exc) or type(exc).__name__})
                 else:
                     self.skipped[current] = "replay-failed"
-                    self.events.append({"cell": current, "kind": "ReplayFailed",
-                                        "detail": "重放这个单元格时超时或进程退出，之后跳过它"})
+                    self.report.events.append({"cell": current, "kind": "ReplayFailed",
+                                               "detail": "重放这个单元格时超时或进程退出，之后跳过它"})
 
     # -- public API ----------------------------------------------------------
     def run_notebook(self) -> dict[int, list[dict]]:
@@ -346,17 +269,17 @@ class StudentSession:
                 if known is not None:
                     msg["figures"] = False
                 reply, _ = self._with_retry(msg, [], timeout)
-                self.cell_seconds[pos] = time.monotonic() - started
+                self.report.cell_seconds[pos] = time.monotonic() - started
                 ok = isinstance(reply, dict) and reply.get("status") == "ok"
                 shown = reply.get("outputs", []) if isinstance(reply, dict) else []
                 if known is not None and ok and text_form(shown) == text_form(known):
-                    shown, self.reused = known, self.reused + 1
+                    shown, self.report.reused = known, self.report.reused + 1
                 outputs[pos] = self.outputs.take(shown, pos + 1, pos)
             except TimeoutError:
                 outputs[pos] = [self._limit_output(pos, "CellTimeoutError", _timeout_text(
                     "单元格", self.budget.cell_rule(pos, is_display)), seconds=timeout)]
                 self._abandon(pos, "timeout")
-            except _RunnerGone as exc:
+            except RunnerGone as exc:
                 outputs[pos] = [self._limit_output(pos, "KernelDied",
                                                    f"运行这个单元格时进程退出或超出资源限制（{exc}）")]
                 self._abandon(pos, "crashed")
@@ -380,7 +303,7 @@ class StudentSession:
         event = {"cell": pos, "kind": ename, "detail": evalue}
         if seconds is not None:
             event["seconds"] = round(seconds, 3)  # the limit that applied: for the instructor's report
-        self.events.append(event)
+        self.report.events.append(event)
         return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]}
 
     def call(self, fn: str, *args: Any, on_device: str = "cpu", return_args: bool = False,
@@ -398,11 +321,11 @@ class StudentSession:
             reply, out = self._with_retry(msg, blobs, limit)
         except TimeoutError:
             return self._give_up(fn, "timeout", _timeout_text("函数", self.budget.call_rule(fn)), limit)
-        except _RunnerGone:
+        except RunnerGone:
             return self._give_up(fn, "crashed")
         except _BudgetSpent:
             return CallResult("budget")
-        self.call_seconds[fn] = max(self.call_seconds.get(fn, 0.0), time.monotonic() - started)
+        self.report.call_seconds[fn] = max(self.report.call_seconds.get(fn, 0.0), time.monotonic() - started)
         try:
             return CallResult(
                 status=str(reply.get("status")),
@@ -420,7 +343,7 @@ class StudentSession:
         event = {"function": fn, "kind": status}
         if detail:
             event.update(detail=detail, seconds=seconds)
-        self.events.append(event)
+        self.report.events.append(event)
         self._kill()
         return CallResult(status, evalue=detail)
 
@@ -433,10 +356,11 @@ class StudentSession:
 
         The retry's restart is not one of `max_restarts` (those count charged failures; a correct
         answer on a loaded machine may need many retries, and `total_seconds` still bounds them)."""
-        if self.proc is None:
+        if self._runner is None:
             self._restart()
         # A runner's first request shares its CPU with the runner's own set-up: no evidence then.
-        self._watch = LoadWatch(self._pid) if self._answered and self._pid is not None else None
+        runner = self._runner
+        self._watch = LoadWatch(runner.pid) if runner.answered and runner.pid is not None else None
         try:
             return self._request(msg, blobs, timeout)
         except TimeoutError:
@@ -445,9 +369,9 @@ class StudentSession:
             if self._time_left() <= 0:
                 raise _BudgetSpent() from None  # the submission's budget cut it short, not its own limit
             if had_a_core:
-                self.unstarved += 1
+                self.report.unstarved += 1
                 raise
-            self.retries += 1
+            self.report.retries += 1
         finally:
             self._watch = None
         self._free_restart = True
@@ -460,7 +384,7 @@ class StudentSession:
         """Value of a global variable (hand-calculation answers); None if absent."""
         try:
             reply, out = self._with_retry({"op": "get", "name": name}, [], self.budget.call_timeout)
-        except (TimeoutError, _RunnerGone, _BudgetSpent):
+        except (TimeoutError, RunnerGone, _BudgetSpent):
             self._kill()
             return None
         if reply.get("status") != "ok":
@@ -479,14 +403,6 @@ def _timeout_text(what, rule):
     # The same words whether or not a retry ran (that depends on the machine's load), so every command
     # writes the same notebook.
     return f"{what}运行时间超过上限（{rule}），已被终止（若评分机器繁忙，会先在新的运行环境中重试一次）"
-
-
-def _drain(replies):
-    try:
-        while True:
-            replies.get_nowait()
-    except queue.Empty:
-        pass
 
 
 def _encode_arg(value, blobs, device):
