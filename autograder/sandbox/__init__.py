@@ -1,1 +1,4 @@
-"""Running student code: the sandbox launcher, runners and sessions (host side); ``guest/`` is all that is mounted inside."""
+"""Running student code: the sandbox launcher, runners and sessions (host side).
+
+``guest/`` is all that is mounted inside.
+"""
