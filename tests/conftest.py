@@ -8,10 +8,7 @@ import pytest
 
 import catalogue
 from autograder.demo import course
-
-# Shorter limits than the defaults keep the hang/loop samples cheap in CI.
-FAST_LIMITS = ("--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",
-               "--SandboxedExecute.display_cell_timeout=3", "--SandboxedExecute.cell_time_floor=2")
+from tests.support.grading import FAST_LIMITS
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +35,3 @@ def graded_course(tmp_path_factory):
     grades = {student: cells for result in done for student, cells in result[0].items()}
     return {"roots": roots, "root_of": where.__getitem__, "grades": grades,
             "seconds": [result[1] for result in done], "autograde": [result[2] for result in done]}
-
-
-def grading_report(root, student):
-    return course.grading_report(root, student)

@@ -24,12 +24,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-import nbformat
 import pytest
 
 import catalogue
 from autograder.demo import course
 from autograder.sandbox.guest import procfs
+from tests.support import browser as lab_ui
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     sync_playwright = None
 
 ROOT = Path(__file__).resolve().parents[1]
-RELEASE = ROOT / "assignments" / course.ASSIGNMENT / f"{course.ASSIGNMENT}.ipynb"
+RELEASE = lab_ui.RELEASE
 ARTIFACTS = ROOT / ".artifacts" / "browser"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -58,57 +58,24 @@ pytestmark = [
 TIMINGS = {}
 
 
-class _timed:
-    """Record how long a step took in `timings` (TIMINGS, written to timings.json at the end)."""
-
-    def __init__(self, name, timings=None):
-        self.name, self.timings = name, TIMINGS if timings is None else timings
-
-    def __enter__(self):
-        self.started = time.perf_counter()
-
-    def __exit__(self, *exc):
-        self.timings[self.name] = round(time.perf_counter() - self.started, 1)
-        return False
+def _timed(name):
+    return lab_ui.timed(name, TIMINGS)
 
 
-def _shot(target, name, directory=None, **kwargs):
-    """Screenshot a page or element into `directory` (default .artifacts/browser)/<name>.png."""
-    directory = ARTIFACTS if directory is None else directory
-    directory.mkdir(parents=True, exist_ok=True)
-    target.screenshot(path=str(directory / f"{name}.png"), **kwargs)
+def _shot(target, name, **kwargs):
+    lab_ui.shot(target, name, ARTIFACTS, **kwargs)
 
 
 # ---------------------------------------------------------------- the release
 
 
-def _release_cells():
-    """[(index, cell)] of the released notebook; DOM cell i is notebook cell i."""
-    return list(enumerate(nbformat.read(str(RELEASE), as_version=4).cells))
-
-
-def _meta(cell):
-    return cell.metadata.get("nbgrader", {})
-
-
-def _answer_cells():
-    return [(i, c) for i, c in _release_cells() if c.cell_type == "code" and _meta(c).get("solution")]
-
-
 def _grade_cells():
-    return [(i, c) for i, c in _release_cells() if c.cell_type == "code" and _meta(c).get("grade")]
+    return [(i, c) for i, c in lab_ui.release_cells() if c.cell_type == "code" and lab_ui.meta(c).get("grade")]
 
 
 def _visible_check_name(cell):
     found = re.search(r'with visible_check\("([^"]+)"\)', cell.source)
     return found and found.group(1)
-
-
-def _reference_answers():
-    """grade_id -> the solved answer cell, as `samples` fills it in (solution markers stripped)."""
-    solution = nbformat.read(str(catalogue.SOLUTION_NOTEBOOK), as_version=4)
-    return {_meta(c)["grade_id"]: catalogue.MARKER.sub("", c.source).rstrip("\n") for c in solution.cells
-            if _meta(c).get("solution") and c.cell_type == "code"}
 
 
 # ------------------------------------------------------------------ processes
@@ -234,23 +201,10 @@ def notebook(lab, browser):
     with _timed("open notebook (page load + kernel start)"):
         page.goto(f"{lab['base']}/lab/tree/{STUDENT_NOTEBOOK}?token={lab['token']}")
         cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-        expect(cells).to_have_count(len(_release_cells()), timeout=120_000)
-        _wait_kernel_idle(page, 120_000)
+        expect(cells).to_have_count(len(lab_ui.release_cells()), timeout=120_000)
+        lab_ui.wait_kernel_idle(page, 120_000)
     yield page
     page.close()
-
-
-def _wait_kernel_idle(page, timeout):
-    page.wait_for_function(
-        """() => {
-            const ind = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');
-            const name = document.querySelector('.jp-NotebookPanel .jp-KernelName');
-            return ind && ind.dataset.status === 'idle' && name && /Python/.test(name.textContent);
-        }""", timeout=timeout)
-
-
-def _cell(page, index):
-    return page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").nth(index)
 
 
 def _prompts(page):
@@ -306,40 +260,36 @@ def _errors(outputs):
     return [o["text"] for o in outputs if o["mime"] == "application/vnd.jupyter.stderr"]
 
 
-def _grade_id(cell):
-    return _meta(cell).get("grade_id")
-
-
 def test_lesson_renders_and_stubs_fail_helpfully(notebook):
     page = notebook
     _shot(page, "01-notebook-opened")
     markdown = page.locator(".jp-NotebookPanel .jp-MarkdownCell .jp-RenderedMarkdown")
     # The formula cell: typeset math (JupyterLab uses MathJax 3), no TeX left as raw text.
-    formula = next(i for i, c in _release_cells() if _grade_id(c) == "formula")
-    math = _cell(page, formula).locator("mjx-container")
+    formula = next(i for i, c in lab_ui.release_cells() if lab_ui.grade_id(c) == "formula")
+    math = lab_ui.cell(page, formula).locator("mjx-container")
     expect(math.first).to_be_visible()
     expect(page.locator(".jp-NotebookPanel mjx-merror")).to_have_count(0)
     raw_tex = page.evaluate("""() => Array.from(document.querySelectorAll(
         '.jp-NotebookPanel .jp-RenderedMarkdown')).map(e => e.textContent).filter(t => /\\$|\\\\frac|\\\\mathrm/.test(t))""")  # noqa: E501 - test data
     assert not raw_tex, f"TeX left unrendered in the lesson: {[t[:120] for t in raw_tex]}"
-    _shot(_cell(page, formula), "02-lesson-formula")
+    _shot(lab_ui.cell(page, formula), "02-lesson-formula")
     # The Q/K/V table is a rendered HTML table with its header row.
-    qkv = next(i for i, c in _release_cells() if _grade_id(c) == "qkv")
-    table = _cell(page, qkv).locator(".jp-RenderedMarkdown table")
+    qkv = next(i for i, c in lab_ui.release_cells() if lab_ui.grade_id(c) == "qkv")
+    table = lab_ui.cell(page, qkv).locator(".jp-RenderedMarkdown table")
     expect(table).to_be_visible()
     expect(table.locator("th").first).to_have_text(re.compile(r"\S"))
     assert markdown.locator("table").count() >= 3, "the lesson's markdown tables did not render"
-    _shot(_cell(page, qkv), "03-lesson-table")
+    _shot(lab_ui.cell(page, qkv), "03-lesson-table")
 
     _run_all(page, "run all (as released)")
     outputs = _outputs(page)
     problems = []
-    answers = {i for i, _ in _answer_cells()}
+    answers = {i for i, _ in lab_ui.answer_cells()}
     grades = {i for i, _ in _grade_cells()}
-    for i, cell in _release_cells():
+    for i, cell in lab_ui.release_cells():
         if cell.cell_type != "code":
             continue
-        errors, name = _errors(outputs[i]), _grade_id(cell)
+        errors, name = _errors(outputs[i]), lab_ui.grade_id(cell)
         if i in answers and re.search(r"^raise NotImplementedError", cell.source, re.M):
             # A top-level stub (hand-calc, shapes, bug choice) raises when run.
             if not any("NotImplementedError" in e for e in errors):
@@ -359,72 +309,58 @@ def test_lesson_renders_and_stubs_fail_helpfully(notebook):
     assert not problems, "\n".join(problems)
 
     # The helpful message is on screen, not only somewhere in the DOM.
-    first_stub = min(i for i, c in _answer_cells() if "\nraise NotImplementedError" in c.source)
-    _cell(page, first_stub).scroll_into_view_if_needed()
-    expect(_cell(page, first_stub).locator(".jp-OutputArea-output")).to_contain_text("NotImplementedError")
-    _shot(_cell(page, first_stub), "04-stub-not-implemented")
-    check = next(i for i, c in _grade_cells() if _grade_id(c) == "apply_mask-check")
-    message = _cell(page, check).locator(".jp-OutputArea-output", has_text="还没有实现")
+    first_stub = min(i for i, c in lab_ui.answer_cells() if "\nraise NotImplementedError" in c.source)
+    lab_ui.cell(page, first_stub).scroll_into_view_if_needed()
+    expect(lab_ui.cell(page, first_stub).locator(".jp-OutputArea-output")).to_contain_text("NotImplementedError")
+    _shot(lab_ui.cell(page, first_stub), "04-stub-not-implemented")
+    check = next(i for i, c in _grade_cells() if lab_ui.grade_id(c) == "apply_mask-check")
+    message = lab_ui.cell(page, check).locator(".jp-OutputArea-output", has_text="还没有实现")
     message.scroll_into_view_if_needed()
     expect(message).to_be_visible()
     expect(message).to_contain_text("apply_mask 还没有实现：请先完成上面的单元格，再运行这个检查。")
-    _shot(_cell(page, check - 1), "05-stub-cell-before-check")
-    _shot(_cell(page, check), "05-check-not-implemented-message")
-    heatmap = next(i for i, c in _release_cells() if _grade_id(c) == "heatmap")
-    expect(_cell(page, heatmap).locator(".jp-OutputArea-output")).to_contain_text("先完成上面的函数")
-
-
-def _type_into(page, index, text):
-    """Click into the cell's editor, select all, and insert `text` as typed/pasted input."""
-    cell = _cell(page, index)
-    cell.scroll_into_view_if_needed()
-    cell.locator(".cm-content").click()
-    page.keyboard.press("Control+a")
-    page.keyboard.insert_text(text)
-    lines = cell.locator(".cm-content .cm-line")
-    expect(lines).to_have_count(len(text.split("\n")))
-    typed = "\n".join(lines.all_text_contents())
-    assert typed.replace("\u200b", "") == text, f"cell {index} holds other text than what was typed"
-    page.keyboard.press("Escape")  # back to command mode, as after editing
+    _shot(lab_ui.cell(page, check - 1), "05-stub-cell-before-check")
+    _shot(lab_ui.cell(page, check), "05-check-not-implemented-message")
+    heatmap = next(i for i, c in lab_ui.release_cells() if lab_ui.grade_id(c) == "heatmap")
+    expect(lab_ui.cell(page, heatmap).locator(".jp-OutputArea-output")).to_contain_text("先完成上面的函数")
 
 
 def test_reference_answers_pass_visible_checks_and_draw_heatmap(notebook):
     page = notebook
-    answers = _reference_answers()
-    with _timed(f"type {len(_answer_cells())} answers through the editor"):
-        for i, cell in _answer_cells():
-            _type_into(page, i, answers[_grade_id(cell)])
+    answers = lab_ui.reference_answers()
+    with _timed(f"type {len(lab_ui.answer_cells())} answers through the editor"):
+        for i, cell in lab_ui.answer_cells():
+            lab_ui.type_into(page, i, answers[lab_ui.grade_id(cell)])
     _run_all(page, "run all (reference answers)")
     outputs = _outputs(page)
     problems = []
-    for i, cell in _release_cells():
+    for i, cell in lab_ui.release_cells():
         if cell.cell_type != "code":
             continue
-        errors, name = _errors(outputs[i]), _grade_id(cell)
+        errors, name = _errors(outputs[i]), lab_ui.grade_id(cell)
         if errors:
             problems.append(f"cell {name} shows an error: {[e[-400:] for e in errors]}")
         text = "".join(o["text"] for o in outputs[i])
         check = _visible_check_name(cell)
         if check and f"✓ {check} 通过了可见检查" not in text:
             problems.append(f"grade cell {name} does not show '✓ {check} 通过了可见检查': {text[-300:]!r}")
-        elif _meta(cell).get("grade") and "✓" not in text:
+        elif lab_ui.meta(cell).get("grade") and "✓" not in text:
             problems.append(f"grade cell {name} shows no ✓ line: {text[-300:]!r}")
     assert not problems, "\n".join(problems)
 
-    check = next(i for i, c in _grade_cells() if _grade_id(c) == "apply_mask-check")
-    passed = _cell(page, check).locator(".jp-OutputArea-output", has_text="✓ apply_mask 通过了可见检查")
+    check = next(i for i, c in _grade_cells() if lab_ui.grade_id(c) == "apply_mask-check")
+    passed = lab_ui.cell(page, check).locator(".jp-OutputArea-output", has_text="✓ apply_mask 通过了可见检查")
     passed.scroll_into_view_if_needed()
     expect(passed).to_be_visible()
     _shot(page, "06-solved-checks-pass")
 
-    heatmap = next(i for i, c in _release_cells() if _grade_id(c) == "heatmap")
-    image = _cell(page, heatmap).locator(".jp-OutputArea-output img")
+    heatmap = next(i for i, c in lab_ui.release_cells() if lab_ui.grade_id(c) == "heatmap")
+    image = lab_ui.cell(page, heatmap).locator(".jp-OutputArea-output img")
     expect(image).to_have_count(1)
     image.scroll_into_view_if_needed()
     expect(image).to_be_visible()
     size = image.evaluate("img => [img.complete, img.naturalWidth, img.naturalHeight]")
     assert size[0] and size[1] > 200 and size[2] > 200, f"heatmap image not loaded: {size}"
-    _shot(_cell(page, heatmap), "07-heatmap")
+    _shot(lab_ui.cell(page, heatmap), "07-heatmap")
 
 
 # ------------------------------------------------------------------ instructor

@@ -32,7 +32,7 @@ import pytest
 import catalogue as samples
 from hub import control
 from hub.control import ASSIGNMENT, INSTRUCTOR
-from tests import test_browser as lab_ui
+from tests.support import browser as lab_ui
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -70,11 +70,11 @@ TIMINGS = {}
 
 
 def _timed(name):
-    return lab_ui._timed(name, TIMINGS)
+    return lab_ui.timed(name, TIMINGS)
 
 
 def _shot(target, name, **kwargs):
-    lab_ui._shot(target, name, ARTIFACTS, **kwargs)
+    lab_ui.shot(target, name, ARTIFACTS, **kwargs)
 
 
 # ------------------------------------------------------------------ fixtures
@@ -183,7 +183,7 @@ def _assignment_list(page):
 def _answers(sample_name):
     """grade_id -> the text a student types: the reference, with the sample's replacements."""
 
-    answers = lab_ui._reference_answers()
+    answers = lab_ui.reference_answers()
     sample = next(s for s in samples.CATALOGUE if s.name == sample_name)
     answers.update({k: v.strip("\n") for k, v in sample.replace.items()})
     return answers
@@ -200,7 +200,7 @@ def _written_answers():
 def _type_markdown(page, index, text):
     """Open a markdown answer cell's editor (double-click), replace its text, render it."""
 
-    cell = lab_ui._cell(page, index)
+    cell = lab_ui.cell(page, index)
     cell.scroll_into_view_if_needed()
     cell.locator(".jp-MarkdownOutput").dblclick()
     cell.locator(".cm-content").click()
@@ -230,17 +230,17 @@ def _solve_and_submit(browser, hub, user, sample_name, prefix):
         fetched.locator("a", has_text=ASSIGNMENT).first.click()  # expands the assignment: its notebooks
         page.locator("#fetched_assignments_list a", has_text=re.compile(rf"^{ASSIGNMENT}$")).last.click()
         cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-        expect(cells).to_have_count(len(lab_ui._release_cells()), timeout=PAGE_S * 1000)
-        lab_ui._wait_kernel_idle(page, PAGE_S * 1000)
+        expect(cells).to_have_count(len(lab_ui.release_cells()), timeout=PAGE_S * 1000)
+        lab_ui.wait_kernel_idle(page, PAGE_S * 1000)
     _shot(page, f"{prefix}-3-notebook-open")
     answers = _answers(sample_name)
     with _timed(f"{prefix}: type 12 code + 2 written answers through the editor, save"):
-        for i, cell in lab_ui._answer_cells():
-            lab_ui._type_into(page, i, answers[lab_ui._grade_id(cell)])
+        for i, cell in lab_ui.answer_cells():
+            lab_ui.type_into(page, i, answers[lab_ui.grade_id(cell)])
         written = _written_answers()
-        for i, cell in lab_ui._release_cells():
-            if cell.cell_type == "markdown" and lab_ui._grade_id(cell) in written:
-                _type_markdown(page, i, written[lab_ui._grade_id(cell)])
+        for i, cell in lab_ui.release_cells():
+            if cell.cell_type == "markdown" and lab_ui.grade_id(cell) in written:
+                _type_markdown(page, i, written[lab_ui.grade_id(cell)])
         page.keyboard.press("Control+s")
         expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0, timeout=60_000)
     _shot(page, f"{prefix}-4-answers-typed")
@@ -372,8 +372,8 @@ def _isolation_checks(hub, page):
     page.goto(f"{base}/lab/tree/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
 
     cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-    expect(cells).to_have_count(len(lab_ui._release_cells()))
-    lab_ui._wait_kernel_idle(page, PAGE_S * 1000)
+    expect(cells).to_have_count(len(lab_ui.release_cells()))
+    lab_ui.wait_kernel_idle(page, PAGE_S * 1000)
     targets = [control.home(STUDENT_A) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", hub.course,
                hub.course / "gradebook.db", hub.exchange / control.COURSE_ID / "inbound",
                control.home(STUDENT_B) / ASSIGNMENT]
@@ -385,7 +385,7 @@ def _isolation_checks(hub, page):
     page.keyboard.press("Escape")
     page.keyboard.press("b")  # a new cell below, as a student adds one
     expect(cells).to_have_count(last + 2)
-    lab_ui._type_into(page, last + 1, probe)
+    lab_ui.type_into(page, last + 1, probe)
     page.keyboard.press("Shift+Enter")
     output = cells.nth(last + 1).locator(".jp-OutputArea-output")
     expect(output.first).to_contain_text(str(control.home(STUDENT_B) / ASSIGNMENT), timeout=PAGE_S * 1000)

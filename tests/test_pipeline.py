@@ -6,8 +6,7 @@ import pytest
 import catalogue
 from autograder.demo import course
 from autograder.grading.misconceptions import CATALOGUE as CODES
-
-from .conftest import grading_report
+from tests.support.grading import grading_report
 
 pytestmark = pytest.mark.slow
 
@@ -111,8 +110,7 @@ def test_parallel_workers_grade_the_whole_catalogue_as_stock_does(graded_course,
     import sys
 
     from autograder.sandbox import launcher
-
-    from .conftest import FAST_LIMITS
+    from tests.support.grading import FAST_LIMITS
 
     stock = graded_course["root_of"]
     root = tmp_path / "course"

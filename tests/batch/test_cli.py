@@ -20,7 +20,7 @@ from autograder import report as reportlib
 from autograder.batch import importer, local_workers, run
 from autograder.demo import course
 
-# Short limits, as in conftest: the attack sample hangs/crashes cost less.
+# Short limits, as in tests/support/grading.py: the attack sample hangs/crashes cost less.
 LIMITS = ["--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",
           "--SandboxedExecute.cell_time_floor=2"]
 STUDENTS = ("bug-mask-inverted", "correct-noisy", "attack-exit-kernel")

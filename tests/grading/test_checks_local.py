@@ -11,15 +11,9 @@ import torch
 
 from autograder.grading.hidden_checks import run_checks
 from autograder.grading.local_student import LocalStudent, reference_namespace
+from tests.support.checks import FUNCTION_PARTS, PARTS
 
 GPU_CHECK = Path(__file__).resolve().parents[2] / "tools" / "gpu_check.py"
-PARTS = ["hand_calculation", "shapes", "why_scale", "attention_scores", "scale_scores", "apply_mask", "softmax",
-         "attention_output", "scaled_dot_product_attention", "causal_mask", "key_padding_to_attn_mask",
-         "causal_alignment", "mha_mask", "empty_rows", "debugging_choice", "debugging_fix", "dropout", "device_dtype"]
-# Parts graded by calling the student's functions (the others read answer variables).
-FUNCTION_PARTS = ["attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
-                  "scaled_dot_product_attention", "causal_mask", "key_padding_to_attn_mask", "debugging_fix",
-                  "device_dtype"]
 
 
 def _grade(namespace, parts=PARTS, cuda=False):

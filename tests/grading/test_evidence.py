@@ -17,8 +17,7 @@ import pytest
 from autograder.grading.hidden_checks import run_checks
 from autograder.sandbox import runners
 from autograder.sandbox.session import Budget, StudentSession
-
-from .test_checks_local import PARTS
+from tests.support.checks import PARTS
 
 HOSTILE = Path(__file__).with_name("hostile_runner.py")
 MODES = ["no-data", "sparse", "subclass", "meta-claim", "none", "wrong-shape", "wrong-dtype", "nan", "huge",

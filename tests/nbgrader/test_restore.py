@@ -11,8 +11,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from traitlets.config import Config
 
-from autograder.notebook.cells import CellError, grade_id, is_answer_cell, nbgrader_meta
 from autograder.nbgrader.restore import RestoreNotebookStructure
+from autograder.notebook.cells import CellError, grade_id, is_answer_cell, nbgrader_meta
 
 ASSIGNMENT, NOTEBOOK, STUDENT = "hw1", "attention", "alice"
 RELEASE_DIR = "assignments"  # not nbgrader's default ("release"): the step must read the configured one

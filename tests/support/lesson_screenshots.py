@@ -3,9 +3,11 @@
 Executes the released notebook (stubs unanswered, as a student first runs it),
 opens it in a private JupyterLab and photographs whole sections: the cells from
 a markdown cell with a given grade_id up to the next section.  Images go to
-``.artifacts/lesson/``.
+``.artifacts/lesson/``.  For looking at the lesson as a student does while
+writing it; it measures nothing and ``make`` does not run it, so it lives
+beside the browser tests' helpers.
 
-Usage: python tools/lesson_screenshots.py [--solved]
+Usage: python -m tests.support.lesson_screenshots [--solved]
   --solved  run the solution notebook instead (answers filled in)
 """
 import argparse
@@ -25,7 +27,7 @@ import nbformat
 from nbclient import NotebookClient
 from playwright.sync_api import sync_playwright
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / ".artifacts" / "lesson"
 CHROMIUM = "/usr/bin/chromium"
 # name -> (first grade_id, grade_id of the last cell shown)

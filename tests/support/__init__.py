@@ -1,0 +1,1 @@
+"""Helpers shared by test modules (a test module imports these, never another test module or conftest)."""

@@ -1,0 +1,97 @@
+"""JupyterLab in headless Chromium: helpers of the browser tests (``test_browser.py``, ``test_hub_browser.py``).
+
+The released notebook as the page shows it (DOM cell i is notebook cell i), typing into a cell's editor,
+waiting for the kernel, and recording how long each step took and what the page looked like.
+"""
+import time
+from pathlib import Path
+
+import nbformat
+
+import catalogue
+from autograder.demo import course
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # pragma: no cover - depends on the environment; the tests that need it skip
+    expect = None
+
+ROOT = Path(__file__).resolve().parents[2]
+RELEASE = ROOT / "assignments" / course.ASSIGNMENT / f"{course.ASSIGNMENT}.ipynb"
+
+
+class timed:
+    """Record how long a step took in `timings` (a dict the test module writes to timings.json at the end)."""
+
+    def __init__(self, name, timings):
+        self.name, self.timings = name, timings
+
+    def __enter__(self):
+        self.started = time.perf_counter()
+
+    def __exit__(self, *exc):
+        self.timings[self.name] = round(time.perf_counter() - self.started, 1)
+        return False
+
+
+def shot(target, name, directory, **kwargs):
+    """Screenshot a page or element into `directory`/<name>.png."""
+    directory.mkdir(parents=True, exist_ok=True)
+    target.screenshot(path=str(directory / f"{name}.png"), **kwargs)
+
+
+# ---------------------------------------------------------------- the release
+
+
+def release_cells():
+    """[(index, cell)] of the released notebook; DOM cell i is notebook cell i."""
+    return list(enumerate(nbformat.read(str(RELEASE), as_version=4).cells))
+
+
+def meta(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def grade_id(cell):
+    return meta(cell).get("grade_id")
+
+
+def answer_cells():
+    return [(i, c) for i, c in release_cells() if c.cell_type == "code" and meta(c).get("solution")]
+
+
+def reference_answers():
+    """grade_id -> the solved answer cell, as the catalogue fills it in (solution markers stripped)."""
+    solution = nbformat.read(str(catalogue.SOLUTION_NOTEBOOK), as_version=4)
+    return {meta(c)["grade_id"]: catalogue.MARKER.sub("", c.source).rstrip("\n") for c in solution.cells
+            if meta(c).get("solution") and c.cell_type == "code"}
+
+
+# ------------------------------------------------------------------- the page
+
+
+def cell(page, index):
+    return page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").nth(index)
+
+
+def wait_kernel_idle(page, timeout):
+    page.wait_for_function(
+        """() => {
+            const ind = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');
+            const name = document.querySelector('.jp-NotebookPanel .jp-KernelName');
+            return ind && ind.dataset.status === 'idle' && name && /Python/.test(name.textContent);
+        }""", timeout=timeout)
+
+
+def type_into(page, index, text):
+    """Click into the cell's editor, select all, and insert `text` as typed/pasted input."""
+    target = cell(page, index)
+    target.scroll_into_view_if_needed()
+    target.locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(text)
+    lines = target.locator(".cm-content .cm-line")
+    expect(lines).to_have_count(len(text.split("\n")))
+    typed = "\n".join(lines.all_text_contents())
+    assert typed.replace("\u200b", "") == text, f"cell {index} holds other text than what was typed"
+    page.keyboard.press("Escape")  # back to command mode, as after editing
