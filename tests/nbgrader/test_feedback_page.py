@@ -1,0 +1,76 @@
+"""Unit tests of the offline feedback page (`autograder/nbgrader/feedback_page.py`): math rendered to MathML when
+the page is generated, no MathJax script, and each summary entry named after its part and lesson section."""
+from nbconvert.exporters import HTMLExporter
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from autograder.nbgrader import feedback_page
+from autograder.nbgrader.feedback_page import TEMPLATES, OfflineFeedbackExporter, part_labels, tex_to_html
+
+
+def _graded(grade_id, **meta):
+    return new_code_cell("run_hidden_checks('x')", metadata={"nbgrader": {"grade": True, "grade_id": grade_id,
+                                                                          "points": 1, **meta}})
+
+
+def test_a_formula_becomes_mathml():
+    inline = tex_to_html(r"\frac{QK^T}{\sqrt{d_k}}")
+    assert inline.startswith('<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">')
+    assert "<mfrac>" in inline and "<msqrt>" in inline
+    assert 'display="block"' in tex_to_html("x_i", display=True)
+
+
+def test_math_that_cannot_be_converted_stays_as_escaped_tex():
+    assert tex_to_html(r"\frac{a}{") == r'<code class="tex">\frac{a}{</code>'
+    assert tex_to_html(r"\left(<b>") == r'<code class="tex">\left(&lt;b&gt;</code>'
+
+
+def test_markdown_math_is_rendered_without_mathjax():
+    html = OfflineFeedbackExporter().markdown2html({"cell": {}, "resources": {}},
+                                                   r"Scores $$\frac{a}{b}$$, a row $x_i$, broken $\frac{a}{$.")
+    assert html.count("<math ") == 2
+    assert 'display="block"' in html and 'display="inline"' in html
+    assert r'<code class="tex">\frac{a}{</code>' in html
+    assert "$" not in html  # no TeX left for a script to typeset
+
+
+def test_the_mathjax_macro_loads_no_script():
+    shadow = (TEMPLATES / "feedback" / "mathjax.html.j2").read_text(encoding="utf-8")
+    assert "{%- macro mathjax" in shadow
+    assert "<script" not in shadow and "http" not in shadow.replace("http://www.w3.org", "")
+
+
+def test_our_templates_come_first_once():
+    assert OfflineFeedbackExporter().extra_template_basedirs[0] == str(TEMPLATES)
+    again = OfflineFeedbackExporter(extra_template_basedirs=[str(TEMPLATES), "/elsewhere"])
+    assert again.extra_template_basedirs == [str(TEMPLATES), "/elsewhere"]
+    assert OfflineFeedbackExporter().template_file == "sdpa_feedback.html.j2"
+
+
+def test_each_graded_cell_is_labelled_with_its_part_and_section():
+    nb = new_notebook(cells=[
+        _graded("intro-check"),  # before any heading: the part alone
+        new_markdown_cell("# SDPA\n\n## 3. `softmax` 的数值稳定\n\nsome text"),
+        new_code_cell("x = 1"),  # not graded: no entry
+        _graded("softmax-check"),
+        new_markdown_cell("## 写作题"),
+        new_markdown_cell("你的回答", metadata={"nbgrader": {"task": True, "grade_id": "written-a1", "points": 2}}),
+        new_markdown_cell("no heading here"),
+        _graded("dropout"),  # a grade id without -check is kept whole
+    ])
+    assert part_labels(nb) == {"intro-check": "intro", "softmax-check": "softmax — 3. softmax 的数值稳定",
+                               "written-a1": "written-a1 — 写作题", "dropout": "dropout — 写作题"}
+
+
+def test_the_page_gets_the_part_labels(monkeypatch):
+    seen = {}
+
+    def capture(self, nb, resources=None, **kw):
+        seen.update(resources)
+        return "", resources
+
+    monkeypatch.setattr(HTMLExporter, "from_notebook_node", capture)
+    nb = new_notebook(cells=[new_markdown_cell("## Masks"), _graded("apply_mask-check")])
+    OfflineFeedbackExporter().from_notebook_node(nb, {"nbgrader": {"notebook": "sdpa"}})
+    assert seen["sdpa_parts"] == {"apply_mask-check": "apply_mask — Masks"}
+    assert seen["nbgrader"] == {"notebook": "sdpa"}
+    assert feedback_page.HEADING.findall("### Title ###") == ["Title"]
