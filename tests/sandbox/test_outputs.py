@@ -1,0 +1,64 @@
+"""Cell outputs as they may be stored (`autograder.sandbox.outputs`): well-formed nbformat data, capped."""
+from autograder.sandbox import outputs
+from autograder.sandbox.outputs import TRUNCATED, OutputBudget, text_form
+
+
+def stream(text, name="stdout"):
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def png(data, plain="<Figure>"):
+    return {"output_type": "display_data", "data": {"image/png": data, "text/plain": plain}, "metadata": {}}
+
+
+def test_only_nbformat_outputs_made_of_strings_are_kept():
+    raw = [
+        stream("hi\n"),
+        {"output_type": "stream", "name": "stdin", "text": "not a channel"},
+        {"output_type": "stream", "name": "stdout", "text": b"bytes"},
+        {"output_type": "execute_result", "data": {"text/plain": "42", 7: "key", "image/png": b"raw"},
+         "metadata": {"evil": True}, "execution_count": 999, "extra": "dropped"},
+        {"output_type": "update_display_data", "data": {"text/plain": "x"}},
+        "not a dict", None,
+        {"output_type": "error", "ename": object(), "evalue": 3,
+         "traceback": ["line"] * (outputs.TRACEBACK_LINES + 10)},
+    ]
+    kept = OutputBudget().take(raw, count=5)
+    assert kept[0] == stream("hi\n")
+    assert kept[1] == {"output_type": "execute_result", "data": {"text/plain": "42"}, "metadata": {},
+                       "execution_count": 5}  # the grader's count, not the runner's
+    assert kept[2]["output_type"] == "error" and isinstance(kept[2]["ename"], str) and kept[2]["evalue"] == "3"
+    assert len(kept[2]["traceback"]) == outputs.TRACEBACK_LINES
+    assert len(kept) == 3
+    assert OutputBudget().take("not a list", count=1) == []
+
+
+def test_printed_text_is_capped_per_cell_with_a_visible_note():
+    budget = OutputBudget(stream_chars=10)
+    kept = budget.take([stream("0123456"), stream("789abcdef", "stderr"), stream("gone")], count=1, position=4)
+    assert [o["text"] for o in kept] == ["0123456", "789", TRUNCATED]
+    assert kept[-1]["name"] == "stderr" and budget.truncated == [4]
+    assert budget.take([stream("0123456789")], count=2, position=5) == [stream("0123456789")]  # per cell
+    assert budget.truncated == [4]
+
+
+def test_a_cell_and_the_notebook_have_a_total_cap():
+    budget = OutputBudget(notebook_chars=250, cell_chars=120)
+    first = budget.take([png("a" * 100, ""), png("b" * 100, "")], count=1, position=0)
+    assert [o["data"]["image/png"] for o in first[:-1]] == ["a" * 100] and first[-1]["text"] == TRUNCATED
+    assert budget.left == 250 - len("image/png") - 100 - len("text/plain")
+    second = budget.take([png("c" * 100, "")], count=2, position=1)
+    assert second[0]["data"]["image/png"] == "c" * 100 and len(second) == 1
+    third = budget.take([png("d" * 100, "")], count=3, position=2)
+    assert third == [stream(TRUNCATED, "stderr")] and budget.truncated == [0, 2]
+
+
+def test_text_form_ignores_rendered_figures_but_not_what_was_computed():
+    rendered = [stream("x = 1\n"), png("iVBORw0...", "<Figure size 640x480 with 1 Axes>")]
+    unrendered = [stream("x = 1\n"), {"output_type": "display_data", "metadata": {},
+                                      "data": {"text/plain": "<Figure size 640x480 with 1 Axes>"}}]
+    assert text_form(rendered) == text_form(unrendered)
+    assert text_form(rendered) != text_form([stream("x = 2\n"), rendered[1]])
+    error = {"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": ["tb"]}
+    assert text_form([error]) == [("error", "ValueError", "bad")]
+    assert text_form([{"output_type": "bogus"}, 3]) == [] and text_form(None) == []
