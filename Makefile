@@ -50,9 +50,10 @@ release: notebooks
 demo: install system-deps release
 	$(PY) -m autograder.cli demo
 
-# ruff, configured in pyproject.toml
+# ruff (pyproject.toml) and the import layers (.importlinter)
 lint: install
 	$(abspath $(VENV))/bin/ruff check autograder benchmarks catalogue hub solutions tests tools nbgrader_config.py
+	$(abspath $(VENV))/bin/lint-imports --no-cache
 
 # the docs site (mkdocs.yml, docs/), outside the tree; --strict: any warning (a broken link, a page
 # missing from the nav) fails the build
