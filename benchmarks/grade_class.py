@@ -31,14 +31,10 @@ with the CLI, SIGKILLs its process group at those fractions of the clean
 run's time, re-runs it, and checks that the result equals the clean run.
 Options of the form ``--Class.trait=value`` go to both graders.
 
-``--profile`` instead grades a few submissions with the stock converter in
-this process, timing each stage, and prints where one submission's time and
-CPU go (the same as ``python -m benchmarks profile``); ``--zygote`` forks the
-runners from a warmed zygote, as the workers of ``sdpa-course autograde`` do.
+Where one submission's time and CPU go, stage by stage: ``python -m benchmarks profile``.
 
     python -m benchmarks class [--n 60] [--workers 2] [--seed 0] [--stock-sample K] [--kill-at F,F,...]
                                [--dir .artifacts/bench] [--keep] [--Class.trait=value ...]
-    python -m benchmarks class --profile [--n 4] [--zygote] [--kind correct] [--json FILE]
 """
 import argparse
 import json
@@ -51,7 +47,7 @@ from pathlib import Path
 
 from autograder.demo import course
 
-from . import classroom, graders, stage_profile
+from . import classroom, graders
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCEPTS_NBGRADER_OPTIONS = True
@@ -273,7 +269,7 @@ def fractions(text):
 
 
 def add_arguments(parser):
-    parser.add_argument("--n", type=int, default=None, help="students (default 60; 4 with --profile)")
+    parser.add_argument("--n", type=int, default=None, help="students (default 60)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0, help="the class generator's seed")
     parser.add_argument("--rare", type=float, default=0.05,
@@ -284,19 +280,10 @@ def add_arguments(parser):
                         help="also kill a CLI run at these fractions of its expected time, resume, compare")
     parser.add_argument("--dir", default=str(ROOT / ".artifacts" / "bench"))
     parser.add_argument("--keep", action="store_true", help="keep the course copies")
-    parser.add_argument("--profile", action="store_true", help="time the stages of the stock pipeline instead")
-    parser.add_argument("--zygote", action="store_true",
-                        help="with --profile: fork the runners from a warmed zygote, as sdpa-course workers do")
-    parser.add_argument("--kind", choices=classroom.KINDS[:2], default=None,
-                        help="with --profile: only correct (or buggy) submissions")
-    parser.add_argument("--json", default=None, metavar="FILE", help="with --profile: write the CPU figures here")
 
 
 def run(args) -> int:
     """`args.nbgrader_args`: the --Class.trait=value options, for both graders."""
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-    if args.profile:
-        args.n = args.n or 4
-        return stage_profile.profile(args)
     args.n = args.n or 60
     return bench(args)

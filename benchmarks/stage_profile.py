@@ -1,4 +1,4 @@
-"""``python -m benchmarks profile`` (also ``class --profile``): where one submission's time and CPU go.
+"""``python -m benchmarks profile``: where one submission's time and CPU go.
 
 What it measures and why: the stages of the stock pipeline, so that work on
 speed goes where the time is, and the per-submission CPU floor that ``make
