@@ -9,12 +9,17 @@ Two consequences, both decided here and never by the student's process:
   edits, ctypes, prlimit, other pids, dynamic code) is flagged for a person:
   it is listed in the feedback and in ``sdpa-course report``, and costs no
   points by itself.
+
+It also tells the runner which provided cells may run with the tripwires
+disarmed (`disarmed_cells`): only the course's own demonstrations of a built-in.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from ..notebook.cells import grade_id, is_answer_cell
 from . import static_scan
 from .hidden_checks import CheckResult
 
@@ -31,6 +36,25 @@ PART_FUNCTIONS = {
                      "scaled_dot_product_attention", "causal_mask"),
 }
 GRADED_FUNCTIONS = sorted({f for functions in PART_FUNCTIONS.values() for f in functions})
+
+
+def disarmed_cells(nb, positions: Sequence[int], sources: Sequence[str]) -> set[int]:
+    """Positions of the provided cells that demonstrate a built-in softmax or attention themselves.
+
+    The runner runs them with the tripwires disarmed (except while student code runs inside them) and
+    every other cell armed.  A provided cell is one the course supplies (a grade_id, not an answer);
+    the student's own cells never qualify, whatever they contain.
+    """
+    provided = [pos for pos, index in enumerate(positions)
+                if grade_id(nb.cells[index]) and not is_answer_cell(nb.cells[index])]
+    return {provided[k] for k in _demonstrating(tuple(sources[pos] for pos in provided))}
+
+
+@functools.lru_cache(maxsize=8)
+def _demonstrating(provided: tuple[str, ...]) -> frozenset[int]:
+    """Indices of the cells (read in order, so the first cell's imports count) that use a built-in."""
+    scan = static_scan.scan(list(provided), ())
+    return frozenset(f.cell for f in scan.findings if f.kind == "forbidden")
 
 
 def review(sources: Iterable[str]) -> static_scan.ScanResult:

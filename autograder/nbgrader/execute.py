@@ -10,6 +10,7 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer
 
+from ..grading import code_review
 from ..notebook.cells import CellError, display_cells, grade_id, without_hidden_tests
 from ..sandbox.launcher import Limits
 from ..sandbox.session import Budget, CellRunError, StudentSession
@@ -70,8 +71,8 @@ class SandboxedExecute(NbGraderPreprocessor):
             self.log.warning("time limits stay fixed: %s", str(exc))  # not exc: its traceback pins resources
             return None
         runners = Shared.get(resources, RUNNER_SOURCE)
-        return calibration.reference_times(source, lambda cells, shown: StudentSession(
-            cells, display_cells=shown, budget=self.budget(), limits=self.limits(),
+        return calibration.reference_times(source, lambda cells, shown, disarmed: StudentSession(
+            cells, display_cells=shown, disarmed_cells=disarmed, budget=self.budget(), limits=self.limits(),
             require_isolation=self.require_isolation, runner_source=runners))
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
@@ -84,6 +85,7 @@ class SandboxedExecute(NbGraderPreprocessor):
             if self.reuse_reference_outputs:
                 known = calibration.known_outputs(reference, nb, positions, sources)
         session = StudentSession(sources, display_cells=display, budget=budget, known_outputs=known,
+                                 disarmed_cells=code_review.disarmed_cells(nb, positions, sources),
                                  limits=self.limits(), require_isolation=self.require_isolation,
                                  runner_source=Shared.get(resources, RUNNER_SOURCE))
         state = ExecutionState(session, positions)

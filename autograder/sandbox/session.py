@@ -130,8 +130,12 @@ class StudentSession:
     def __init__(self, cells: Iterable[str], *, display_cells: Iterable[int] = (), budget: Budget = Budget(),
                  limits: Optional[launcher.Limits] = None, require_isolation: bool = False,
                  runner_source: Optional[RunnerSource] = None,
-                 known_outputs: Optional[Mapping[int, list]] = None):
+                 known_outputs: Optional[Mapping[int, list]] = None,
+                 disarmed_cells: Iterable[int] = ()):
         self.cells = list(cells)  # code cell sources, in notebook order
+        # Provided cells that demonstrate a built-in softmax or attention: they run with the tripwires
+        # disarmed except while student code runs inside them.  Every other cell runs armed.
+        self.disarmed_cells = set(disarmed_cells)
         # Provided cells that run before any student code, with the outputs the reference run showed
         # (``calibration``): run without rendering figures; if their text is the reference's, the
         # reference's outputs are kept, figures included.
@@ -238,7 +242,8 @@ class StudentSession:
                     # cell is replayed too, its output discarded: an answer may use what it defined.
                     display = pos in self.display_cells
                     quiet = display or pos in self.known_outputs
-                    self._exchange({"op": "exec", "source": self.cells[pos], "quiet": quiet}, [],
+                    self._exchange({"op": "exec", "source": self.cells[pos], "quiet": quiet,
+                                    "armed": pos not in self.disarmed_cells}, [],
                                    self.budget.display_cell_timeout if display else self.budget.cell_timeout)
                 return
             except (TimeoutError, RunnerGone) as exc:
@@ -265,7 +270,7 @@ class StudentSession:
                     continue
                 started = time.monotonic()
                 known = self.known_outputs.get(pos)
-                msg = {"op": "exec", "source": source}
+                msg = {"op": "exec", "source": source, "armed": pos not in self.disarmed_cells}
                 if known is not None:
                     msg["figures"] = False
                 reply, _ = self._with_retry(msg, [], timeout)

@@ -59,7 +59,8 @@ def test_the_reference_solution_is_timed_cell_by_cell_and_call_by_call():
     calibration.forget()
     try:
         reference = calibration.reference_times(
-            source, lambda cells, shown: StudentSession(cells, display_cells=shown, budget=Budget()))
+            source, lambda cells, shown, disarmed: StudentSession(cells, display_cells=shown, disarmed_cells=disarmed,
+                                                                  budget=Budget()))
     finally:
         calibration.forget()
     assert reference is not None, "the reference solution should run cleanly and pass its hidden checks"

@@ -13,5 +13,7 @@ ZYGOTE = GUEST_DIR / "zygote.py"
 WIRE = GUEST_DIR / "wire.py"
 PROCFS = GUEST_DIR / "procfs.py"
 FORBIDDEN = GUEST_DIR / "forbidden.py"
+TRIPWIRES = GUEST_DIR / "tripwires.py"
 ZYGOTE_PARTS = tuple(GUEST_DIR / name for name in ("warmup.py", "reset.py", "selfcheck.py", "uids.py"))
-FILES = (RUNNER, ZYGOTE, WIRE, PROCFS, FORBIDDEN, *ZYGOTE_PARTS)  # mounted read-only; nothing else of this package is
+# Mounted read-only; nothing else of this package is.
+FILES = (RUNNER, ZYGOTE, WIRE, PROCFS, FORBIDDEN, TRIPWIRES, *ZYGOTE_PARTS)

@@ -9,11 +9,13 @@ own prints go to captured cell outputs instead.
 
 Nothing here decides a grade: it only reports what the student's code did.
 """
+import contextlib
 import os
 import sys
+import threading
 import time
 import traceback
-from typing import BinaryIO, Callable, Iterable, NoReturn, Optional
+from typing import BinaryIO, Iterable, NoReturn, Optional
 
 # `python -I` leaves this directory off sys.path; the guest files import each other by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -22,15 +24,13 @@ import wire  # noqa: E402
 MAX_STREAM_CHARS_PER_CELL = 20_000
 MAX_DISPLAY_BYTES_PER_CELL = 2 * 2**20
 
-# Built-in softmax and attention (``forbidden.py``, the one definition) are
-# forbidden inside student functions while checks run.  This tripwire lives in
+# Built-in softmax and attention (``forbidden.py``, the one definition) raise
+# wherever the student's code runs (``tripwires.py``).  This tripwire lives in
 # the student's process, so it is only a second layer: the trusted grader also
 # scans the student's code (``static_scan.py``).
-from forbidden import KERNEL_KEYS, PY_NAMESPACES, blocked, forbidden_ops  # noqa: E402
-
-
-class ForbiddenAPIError(RuntimeError):
-    """Raised when student code reaches a built-in softmax or attention."""
+import tripwires  # noqa: E402
+from forbidden import forbidden_ops  # noqa: E402,F401 - the probe and older callers read it here
+from tripwires import ForbiddenAPIError  # noqa: E402,F401
 
 
 class Runner:
@@ -38,7 +38,11 @@ class Runner:
         self.proto_in, self.proto_out = proto_in, proto_out
         self.outputs = None  # the current cell's nbformat outputs
         self.forbidden_used = []
-        self.blocking = False
+        self.blocking = False  # the Python wrappers raise
+        self._libraries = {}  # the aten tripwires, while installed
+        self._plan = None
+        self.student_files, self.provided_files = set(), set()  # IPython's code names of the cells run
+        self._exec_armed = False
         self.shell = None
 
     # -- capture -----------------------------------------------------------
@@ -79,6 +83,14 @@ class Runner:
         config = Config()
         config.HistoryManager.enabled = False
         self.shell = Shell.instance(config=config, colors="NoColor", history_length=0)
+        # Which code is the student's: IPython names each cell's code when it compiles it.
+        cache = self.shell.compile.cache
+
+        def named(transformed_code, number=0, raw_code=None):
+            name = cache(transformed_code, number, raw_code)
+            (runner.student_files if runner._exec_armed else runner.provided_files).add(name)
+            return name
+        self.shell.compile.cache = named
 
     def _add_output(self, output):
         if self.outputs is not None:
@@ -119,6 +131,15 @@ class Runner:
         outputs, "figures": false returns the text outputs only (the grader has the figures already)."""
         import warnings
 
+        # The student's cells run armed; a provided cell that shows a built-in runs disarmed, except
+        # while student code runs inside it, and only while no other thread could run student code.
+        armed = bool(msg.get("armed")) or threading.active_count() > 1
+        self._exec_armed = bool(msg.get("armed"))
+        if armed:
+            self.arm()
+        else:
+            self.disarm()
+        watch = contextlib.nullcontext() if armed else tripwires.StudentCodeWatch(self)
         self.outputs = []
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
@@ -127,7 +148,7 @@ class Runner:
         if msg.get("quiet") or msg.get("figures") is False:
             formatter.active_types = ["text/plain"]
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), watch:
                 warnings.simplefilter("default")
                 result = self.shell.run_cell(str(msg.get("source", "")), store_history=False)
             flush = getattr(sys.modules.get("matplotlib_inline.backend_inline"), "flush_figures", None)
@@ -135,6 +156,7 @@ class Runner:
                 flush()
             ok = result.success
         finally:
+            self.blocking, self._exec_armed = False, False
             sys.stdout, sys.stderr = old
             formatter.active_types = shown
             outputs, self.outputs = self.outputs, None
@@ -159,7 +181,10 @@ class Runner:
         self.outputs = []  # swallow prints made during the call
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
-        self.blocking = bool(msg.get("block_forbidden", True))
+        if msg.get("block_forbidden", True):
+            self.arm()
+        else:
+            self.disarm()
         started = time.perf_counter()
         try:
             import warnings
@@ -204,80 +229,35 @@ class Runner:
 
     # -- forbidden APIs ----------------------------------------------------
     def wrap_forbidden_functions(self) -> None:
-        """Replace forbidden Python entry points by wrappers that raise while a check calls.
+        """Wrap the Python entry points of the families, before any student code runs."""
+        tripwires.wrap_python(self)
 
-        Done before any student code runs, so a reference a notebook captures at
-        the top (`impl = torch._refs.softmax`) is the wrapper too.
-        """
-        import functools
-        import importlib
-
-        import torch
-
-        runner = self
-
-        def tripwire(name: str, original: Callable) -> Callable:
-            # wraps(): torch looks some of these up again through `__wrapped__` and friends.
-            @functools.wraps(original)
-            def guarded(*args, **kwargs):
-                if runner.blocking:
-                    runner.forbidden_used.append(name)
-                    raise ForbiddenAPIError(f"评分时禁止使用 {name}：请自己实现这一步。")
-                return original(*args, **kwargs)
-            return guarded
-
-        for path in PY_NAMESPACES:
-            try:
-                owner = importlib.import_module(path) if path != "torch.Tensor" else torch.Tensor
-            except Exception:  # noqa: BLE001 - a namespace missing in this torch is fine
-                continue
-            for attr in [a for a in dir(owner) if blocked(a)]:
-                value = getattr(owner, attr, None)
-                if isinstance(value, type) and issubclass(value, torch.nn.Module):
-                    if "forward" in vars(value):
-                        value.forward = tripwire(f"{path}.{attr}", value.forward)
-                elif callable(value) and not isinstance(value, type):
-                    try:
-                        setattr(owner, attr, tripwire(f"{path}.{attr}", value))
-                    except (AttributeError, TypeError):
-                        pass
+    def aten_plan(self) -> list:
+        if self._plan is None:
+            self._plan = tripwires.aten_plan()
+        return self._plan
 
     def install_tripwires(self) -> None:
-        """Make every forbidden kernel raise (after the notebook ran: its top-level code may use them)."""
-        import warnings
+        """Make every forbidden kernel raise (until `remove_tripwires`)."""
+        if not self._libraries:
+            self._libraries = tripwires.install_aten(self)
 
-        import torch
+    def remove_tripwires(self) -> None:
+        libraries, self._libraries = self._libraries, {}
+        for library in libraries.values():
+            library._destroy()
 
-        runner = self
+    def arm(self) -> None:
+        self.install_tripwires()
+        self.blocking = True
 
-        def aten_tripwire(op_name: str) -> Callable:
-            def kernel(*args, **kwargs):
-                runner.forbidden_used.append(op_name)
-                raise ForbiddenAPIError(f"评分时禁止使用内置 softmax/注意力（{op_name}）。")
-            return kernel
-
-        self._libraries = {}  # kept alive: destroying a Library removes its kernels
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for qualified in forbidden_ops():
-                namespace, name = qualified.split("::", 1)
-                library = self._libraries.get(namespace)
-                if library is None:
-                    library = self._libraries[namespace] = torch.library.Library(namespace, "IMPL")
-                for key in KERNEL_KEYS:
-                    # Only where the op has a kernel: a new composite kernel next to a backend
-                    # one would make the dispatcher assert instead of reaching the tripwire.
-                    if not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
-                        continue
-                    try:
-                        library.impl(name, aten_tripwire(qualified), key)
-                    except Exception:  # noqa: BLE001 - op or key absent in this build
-                        pass
+    def disarm(self) -> None:
+        self.blocking = False
+        self.remove_tripwires()
 
     def serve(self) -> None:
         handlers = {"exec": self.op_exec, "call": self.op_call, "get": self.op_get}
         self.wrap_forbidden_functions()
-        tripwires = False
         while True:
             try:
                 msg, blobs = wire.receive(self.proto_in)
@@ -286,12 +266,6 @@ class Runner:
             op = msg.get("op")
             if op == "bye":
                 return
-            if op != "exec" and not tripwires:
-                # Installed once the notebook has run, so top-level code (e.g.
-                # the final comparison with F.scaled_dot_product_attention)
-                # still works, but student functions called by checks cannot.
-                self.install_tripwires()
-                tripwires = True
             handler = handlers.get(op)
             if handler is None:
                 reply, out = {"status": "bad-op"}, []

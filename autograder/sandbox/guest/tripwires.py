@@ -1,0 +1,150 @@
+"""The run-time tripwires: built-in softmax and attention raise wherever the student's code runs.
+
+Armed for every check call and for every cell the grader marks as the
+student's (answer cells, added cells, and the provided cells that use no
+built-in), module level included, so nothing the student writes can record,
+trace, compile or cache a built-in's work before the checks start.  The few
+provided cells that demonstrate the built-ins run disarmed; inside them a
+profile hook arms the tripwires again for as long as any code of the
+student's runs (a function of theirs that the demo calls, a callback, a
+``__del__``).  Code the hook cannot place (no cell of the notebook, no file on
+disk: ``exec`` strings, ``<timed exec>``) counts as the student's.
+
+Two layers here, both inside the student's process (the trusted grader also
+reads the source, ``static_scan.py``): wrappers around every Python entry point
+of the families (namespaces by name, and the decomposition tables that hold
+the functions themselves), and aten kernels that replace the built-in ones
+while armed (installed and removed in well under a millisecond, so toggling per
+cell costs nothing).
+"""
+import functools
+import importlib
+import os
+import sys
+import threading
+import warnings
+from typing import Callable
+
+from forbidden import KERNEL_KEYS, PY_NAMESPACES, blocked, forbidden_ops
+
+
+class ForbiddenAPIError(RuntimeError):
+    """Raised when student code reaches a built-in softmax or attention."""
+
+
+def wrap_python(runner) -> None:
+    """Replace the families' Python entry points by wrappers that raise while `runner.blocking`.
+
+    Done before any student code runs, so a reference a notebook captures (`impl = torch._refs.softmax`,
+    a decomposition looked up in a table) is the wrapper too.
+    """
+    import torch
+
+    def tripwire(name: str, original: Callable) -> Callable:
+        # wraps(): torch looks some of these up again through `__wrapped__` and friends.
+        @functools.wraps(original)
+        def guarded(*args, **kwargs):
+            if runner.blocking or threading.current_thread() is not threading.main_thread():
+                runner.forbidden_used.append(name)
+                raise ForbiddenAPIError(f"评分时禁止使用 {name}：请自己实现这一步。")
+            return original(*args, **kwargs)
+        return guarded
+
+    for path in PY_NAMESPACES:
+        try:
+            owner = importlib.import_module(path) if path != "torch.Tensor" else torch.Tensor
+        except Exception:  # noqa: BLE001 - a namespace missing in this torch is fine
+            continue
+        for attr in [a for a in dir(owner) if blocked(a)]:
+            value = getattr(owner, attr, None)
+            if isinstance(value, type) and issubclass(value, torch.nn.Module):
+                if "forward" in vars(value):
+                    value.forward = tripwire(f"{path}.{attr}", value.forward)
+            elif callable(value) and not isinstance(value, type):
+                try:
+                    setattr(owner, attr, tripwire(f"{path}.{attr}", value))
+                except (AttributeError, TypeError):
+                    pass
+    # The decomposition tables map an op to the Python function that computes it from simpler ops:
+    # a caller that takes the function from there (or traces with the table) reaches no aten kernel.
+    import torch._decomp as decomp
+
+    tables = [decomp.decomposition_table, *decomp.global_decomposition_table.values()]
+    for table in {id(t): t for t in tables}.values():
+        for op in [op for op in table if blocked(str(op))]:
+            if callable(table[op]):
+                table[op] = tripwire(f"torch._decomp.decomposition_table[{op}]", table[op])
+
+
+def aten_plan() -> list:
+    """(namespace, op name, dispatch key) of every built-in kernel the aten tripwire replaces."""
+    import torch
+
+    plan = []
+    for qualified in forbidden_ops():
+        namespace, name = qualified.split("::", 1)
+        for key in KERNEL_KEYS:
+            # Only where the op has a kernel: a new composite kernel next to a backend
+            # one would make the dispatcher assert instead of reaching the tripwire.
+            if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
+                plan.append((namespace, name, key))
+    return plan
+
+
+def install_aten(runner) -> dict:
+    """Replace every planned kernel by one that raises; returns the libraries (kept alive: destroying one
+    removes its kernels, which restores the built-in ones)."""
+    import torch
+
+    def aten_tripwire(op_name: str) -> Callable:
+        def kernel(*args, **kwargs):
+            runner.forbidden_used.append(op_name)
+            raise ForbiddenAPIError(f"评分时禁止使用内置 softmax/注意力（{op_name}）。")
+        return kernel
+
+    libraries = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for namespace, name, key in runner.aten_plan():
+            library = libraries.get(namespace)
+            if library is None:
+                library = libraries[namespace] = torch.library.Library(namespace, "IMPL")
+            try:
+                library.impl(name, aten_tripwire(f"{namespace}::{name}"), key)
+            except Exception:  # noqa: BLE001 - op or key absent in this build
+                pass
+    return libraries
+
+
+class StudentCodeWatch:
+    """A profile hook for a disarmed cell: the tripwires are armed while any student frame runs."""
+
+    def __init__(self, runner) -> None:
+        self.runner, self.depth, self.kinds = runner, 0, {}
+
+    def is_students(self, filename: str) -> bool:
+        kind = self.kinds.get(filename)
+        if kind is None:
+            runner = self.runner
+            kind = filename in runner.student_files or not (
+                filename in runner.provided_files or filename.startswith("<frozen ") or os.path.isfile(filename))
+            self.kinds[filename] = kind
+        return kind
+
+    def __call__(self, frame, event, arg) -> None:
+        if event == "call" and self.is_students(frame.f_code.co_filename):
+            self.depth += 1
+            if self.depth == 1:
+                self.runner.arm()
+        elif event == "return" and self.depth and self.is_students(frame.f_code.co_filename):
+            self.depth -= 1
+            if self.depth == 0:
+                self.runner.disarm()
+
+    def __enter__(self) -> "StudentCodeWatch":
+        sys.setprofile(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        sys.setprofile(None)
+        self.depth = 0

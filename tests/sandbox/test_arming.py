@@ -1,0 +1,74 @@
+"""When the runner's tripwires are armed: every cell of the student's, every check, and student code anywhere.
+
+Each test runs a small notebook in a real sandboxed runner (`StudentSession`) and reads back what the
+student's code was able to compute.
+"""
+import torch
+
+from autograder.sandbox.session import Budget, StudentSession
+
+SETUP = "import torch\nimport torch.nn.functional as F\nx = torch.randn(2, 3)"
+RULE = ("_name = 'tluafed.xamtfos_.neta'[::-1]\n"
+        "_rule = next(fn for op, fn in torch._decomp.decomposition_table.items() if str(op) == _name)")
+CATCH = "except Exception as e:\n    {name} = type(e).__name__"
+
+
+def _session(cells, disarmed=()):
+    return StudentSession(cells, disarmed_cells=disarmed, budget=Budget(cell_timeout=60, call_timeout=30))
+
+
+def _errors(outputs, pos):
+    return [o.get("ename") for o in outputs.get(pos, []) if o.get("output_type") == "error"]
+
+
+def test_a_students_cell_cannot_use_a_builtin_even_at_module_level():
+    cells = [SETUP, "y = torch.softmax(x, -1)", "z = F.scaled_dot_product_attention(x, x, x)",
+             "w = torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)"]
+    with _session(cells) as session:
+        outputs = session.run_notebook()
+        assert _errors(outputs, 1) == ["ForbiddenAPIError"] and _errors(outputs, 2) == ["ForbiddenAPIError"]
+        assert session.get("y") is None and session.get("z") is None
+        assert session.get("w") is not None  # by hand still works
+
+
+def test_a_provided_demo_keeps_its_builtins_but_the_student_function_it_calls_does_not():
+    cells = [SETUP, "def mine(t):\n    return torch.softmax(t, -1)",
+             "demo = F.softmax(x, -1).sum().item()\ntry:\n    mine(x)\n    theirs = 'ran'\n"
+             + CATCH.format(name="theirs") + "\nafter = torch.softmax(x, -1).sum().item()"]
+    with _session(cells, disarmed={2}) as session:
+        outputs = session.run_notebook()
+        assert _errors(outputs, 2) == []
+        assert abs(session.get("demo") - 2.0) < 1e-6 and abs(session.get("after") - 2.0) < 1e-6
+        assert session.get("theirs") == "ForbiddenAPIError"
+
+
+def test_a_decomposition_taken_from_the_table_is_blocked_in_checks_and_cannot_be_recorded():
+    cells = [SETUP, RULE + "\ndef by_rule(t):\n    return _rule(t, -1, False)",
+             "from torch.fx.experimental.proxy_tensor import make_fx\n_graph = make_fx(by_rule)(torch.randn(2, 3))"]
+    with _session(cells) as session:
+        outputs = session.run_notebook()
+        assert _errors(outputs, 2) == ["ForbiddenAPIError"] and session.get("_graph") is None
+        result = session.call("by_rule", torch.randn(2, 3))
+        assert not result.ok and result.forbidden
+
+
+def test_a_callback_into_student_code_is_armed_and_a_thread_never_gets_a_builtin():
+    cells = [SETUP,
+             "import threading\nseen = []\ndef late():\n    try:\n        torch.softmax(x, -1)\n"
+             "        seen.append('ran')\n    except Exception as e:\n        seen.append(type(e).__name__)\n"
+             "class Probe:\n    def __call__(self, t):\n        return torch.softmax(t, -1)",
+             "t = threading.Thread(target=late)\nt.start()\nt.join()\n"
+             "try:\n    Probe()(x)\n    via_callback = 'ran'\n" + CATCH.format(name="via_callback")]
+    with _session(cells, disarmed={2}) as session:
+        session.run_notebook()
+        assert session.get("seen") == ["ForbiddenAPIError"]
+        assert session.get("via_callback") == "ForbiddenAPIError"
+
+
+def test_checks_are_armed_after_a_disarmed_cell_restored_the_builtins():
+    cells = [SETUP, "def mine(t):\n    return torch.softmax(t, -1)", "ok = torch.softmax(x, -1).sum().item()"]
+    with _session(cells, disarmed={2}) as session:
+        session.run_notebook()
+        assert abs(session.get("ok") - 2.0) < 1e-6
+        result = session.call("mine", torch.randn(2, 3))
+        assert not result.ok and result.forbidden
