@@ -15,7 +15,7 @@ STAR_NAMES = forbidden.STAR_NAMES
 REVIEW_ATTRS = {
     "introspection": {"f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "__globals__", "__closure__",
                       "__code__", "__subclasses__", "__builtins__", "_getframe", "__wrapped__", "__dict__",
-                      "getclosurevars", "__getattribute__", "__getattr__"},
+                      "getclosurevars", "__getattribute__", "__getattr__", "setprofile", "settrace"},
     "native-code": {"CDLL", "PyDLL", "cdll", "pydll", "pythonapi", "LoadLibrary", "load_library", "_C",
                     "redispatch"},
     "process-limits": {"setrlimit", "prlimit", "setpriority", "sched_setaffinity", "sched_setscheduler",
@@ -24,7 +24,8 @@ REVIEW_ATTRS = {
     "dynamic-code": {"import_module", "__import__", "attrgetter", "methodcaller", "getattr_static"},
     "grader-internals": {"display_formatter", "display_pub", "displayhook", "user_ns_hidden", "proto_out",
                          "proto_in", "forbidden_used", "blocking", "_aten_library", "_libraries", "_destroy",
-                         "install_tripwires"},
+                         "install_tripwires", "remove_tripwires", "disarm", "aten_plan", "student_files",
+                         "provided_files", "_exec_armed", "StudentCodeWatch"},
 }
 ATTR_CODE = {name: code for code, names in REVIEW_ATTRS.items() for name in names}
 # Qualified names (after the student's import aliases) whose last part is too common to flag alone.
@@ -39,6 +40,7 @@ QUALNAME_CODE = {
                      "os.execv", "os.execve", "os.execl", "os.execle", "os.execlp", "os.execlpe", "os.execvp",
                      "os.execvpe", "os.spawnv", "os.spawnve", "os.spawnl", "os.spawnle", "os.spawnlp", "os.spawnvp",
                      "concurrent.futures.ProcessPoolExecutor"), "process-creation"),
+    "concurrent.futures.ThreadPoolExecutor": "threads",
     **dict.fromkeys(("importlib.import_module", "builtins.exec", "builtins.eval", "builtins.compile",
                      "builtins.__import__"), "dynamic-code"),
 }
@@ -49,6 +51,7 @@ MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
                "ctypes": "native-code", "_ctypes": "native-code", "cffi": "native-code",
                "mmap": "native-code", "fcntl": "process-limits", "subprocess": "process-creation",
                "multiprocessing": "process-creation", "pty": "process-creation", "socket": "other-processes",
+               "threading": "threads", "_thread": "threads",
                **dict.fromkeys(GRADER_STRINGS, "grader-internals")}
 NAME_CODE = {"exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code",
              "__import__": "dynamic-code", "__builtins__": "introspection"}
@@ -67,10 +70,34 @@ CONTAINER_STORES = {"append", "extend", "insert", "add", "update", "setdefault",
 LOOKUP_CALLS = {"getattr", "hasattr", "setattr", "attrgetter", "methodcaller", "getattr_static", "import_module",
                 "__getattr__", "__getattribute__", "get", "__getitem__"}
 
+# APIs that record, trace, compile, look up or intercept another function's work.  Each use is a review
+# flag ("recording").  A graded function that reaches one of the first group is charged as using a
+# built-in: what it replays may be a built-in's work with no forbidden kernel left in it (a decomposition
+# from `torch._decomp`'s table, an FX graph of `torch.softmax`, `Categorical(logits=...).probs`), and a
+# by-hand answer has no use for them.  The second group also compiles the student's own code
+# (`torch.jit.script`, `torch.compile`, `torch.func.vmap`): flagged, never charged; the run-time
+# tripwires are armed while anything of the student's is traced or compiled.
+RECORDING_CHARGED = ("torch.fx", "torch._decomp", "torch._refs", "torch._prims", "torch._prims_common",
+                     "torch.export", "torch._export", "torch.distributions", "torch._dynamo", "torch._inductor",
+                     "torch._functorch", "functorch", "torch.library", "torch._library",
+                     "torch.utils._python_dispatch", "torch._subclasses", "torch.onnx", "torch.package")
+RECORDING_REVIEWED = ("torch.compile", "torch.jit", "torch.func", "torch.overrides")
+
+
+def recording(qualname: "str | None") -> "str | None":
+    """"charged" or "reviewed" for a qualified name in one of the recording groups, else None."""
+    if not qualname:
+        return None
+    for group, prefixes in (("charged", RECORDING_CHARGED), ("reviewed", RECORDING_REVIEWED)):
+        if any(qualname == p or qualname.startswith(p + ".") for p in prefixes):
+            return group
+    return None
+
+
 LABELS = {"softmax-builtin": "内置 softmax", "sdpa-builtin": "内置注意力实现", "introspection": "窥探栈帧或对象",
           "module-edit": "改动模块", "native-code": "加载本地代码", "process-limits": "改动进程限制或调度",
           "other-processes": "触及其他进程", "dynamic-code": "动态执行代码", "grader-internals": "触及评分程序内部",
-          "process-creation": "另起进程"}
+          "process-creation": "另起进程", "threads": "另起线程", "recording": "记录、编译或截获计算"}
 
 
 def family(name: str) -> "str | None":

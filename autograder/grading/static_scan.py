@@ -9,7 +9,10 @@ controls, so the grader also reads the code before grading, with `ast`:
    (`cache.append(torch.softmax)`, walrus, setattr).  An attribute the
    student defines (`Ops.softmax`, `self.softmax_dim`) is theirs, and a
    string is a name only where a lookup takes it (`getattr`, `vars(m)[...]`)
-   or it is a torch/aten path;
+   or it is a torch/aten path; and uses of the APIs that record, trace or look
+   up another function's work (``scan_policy.RECORDING_CHARGED``: make_fx,
+   ``torch._decomp``'s tables, ``torch.distributions``, ...), which can replay a
+   built-in's work with no forbidden op left in it;
 2. *review*: code that tampers with the grader or the process (frame and gc
    walks, module edits, native code, process limits, other pids, dynamic code,
    the runner's internals), anywhere, for a person to look at.
@@ -19,6 +22,7 @@ tripwire is the second layer), but the dynamic tricks it takes are flagged.
 Standard library and IPython only; torch is never imported here.
 """
 import ast
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
@@ -51,7 +55,13 @@ from .scan_policy import (
     SO_FILE,
     STAR_NAMES,
     family,
+    recording,
 )
+
+# The code of a forbidden finding that is a recording API (see `scan_policy.RECORDING_CHARGED`) until
+# `scan` knows which graded function reaches it.
+RECORDED = "recorded"
+ATTENTION_FUNCTIONS = ("scaled_dot_product_attention", "fixed_attention")
 
 
 @dataclass(frozen=True)
@@ -102,13 +112,21 @@ def scan(sources: list[str], functions: Iterable[str]) -> ScanResult:
             except (RecursionError, ValueError, MemoryError):  # pathological code must not stop grading
                 scanner._add(stmt, "review", "dynamic-code", "这一句过于复杂，静态检查无法读完", None)
     forbidden = {name: scanner.reachable(name) for name in functions}
-    if any(f.code == "process-creation" for f in scanner.findings):
-        # Another process runs code without the runner's tripwires, and talks back through pipes
-        # or sockets that no name links: then a forbidden use anywhere counts for every function.
+    if any(f.code in ("process-creation", "threads") for f in scanner.findings):
+        # Another process or thread runs code outside the checks' calls, and hands back what it made
+        # through pipes, sockets or objects that no name links: then a forbidden use anywhere counts
+        # for every function.
         anywhere = [f for f in scanner.findings if f.kind == "forbidden"]
         forbidden = {name: sorted({id(f): f for f in found + anywhere}.values(),
                                   key=lambda f: (f.cell, f.line, f.code, f.detail))
                      for name, found in forbidden.items()}
+    # A recording API is charged as the built-in softmax where any function but attention reaches it
+    # (attention reaches what its softmax does), and as built-in attention where only attention does.
+    softmaxish = {id(f) for name, found in forbidden.items() if name not in ATTENTION_FUNCTIONS for f in found}
+    forbidden = {name: [dataclasses.replace(f, code="softmax-builtin" if id(f) in softmaxish or
+                                            name not in ATTENTION_FUNCTIONS else "sdpa-builtin")
+                        if f.code == RECORDED else f for f in found]
+                 for name, found in forbidden.items()}
     review = [f for f in scanner.findings if f.kind == "review"]
     return ScanResult(scanner.findings, forbidden, review, unparsable)
 
@@ -381,6 +399,8 @@ class _Scanner:
         """
         token = value.strip()
         path = "::" in token or token.startswith(("torch.", "aten.", "ops."))
+        if python and path and not re.search(r"\s", token):
+            self._recording(node, token, repr(value), add)  # importlib.import_module("torch._decomp")
         if python and not re.search(r"\s", token) and (name or path):
             parts = re.split(r"\.|::", token)
             codes = [family(p) for p in (parts if path else parts[-1:]) if p.isidentifier()]
@@ -396,6 +416,10 @@ class _Scanner:
     def _review_attribute(self, node, add, skip_module):
         text = ast.unparse(node)
         qual = self.qualname(node)
+        if id(node) not in skip_module and self.module_like(root_name(node) or ""):
+            self._recording(node, qual, text, add)
+            if recording(qual):
+                skip_module |= {id(n) for n in ast.walk(node.value)}
         if node.attr in ATTR_CODE:
             add(node, "review", ATTR_CODE[node.attr], text)
         if qual in QUALNAME_CODE:
@@ -408,6 +432,14 @@ class _Scanner:
                                       or (isinstance(node.value, ast.Name) and node.value.id in self.ipython)):
             add(node, "review", "grader-internals", text)
 
+    def _recording(self, node, qual, text, add):
+        """A recording API (``scan_policy.recording``): flagged, and charged where a graded function reaches it."""
+        group = recording(qual)
+        if group:
+            add(node, "review", "recording", text)
+        if group == "charged":
+            add(node, "forbidden", RECORDED, text)
+
     def _review_import(self, node, add):
         for alias in node.names:
             if isinstance(node, ast.Import):
@@ -416,6 +448,7 @@ class _Scanner:
                 modules, qual = [node.module or ""], f"{node.module or ''}.{alias.name}"
                 if family(alias.name):
                     add(node, "forbidden", family(alias.name), qual)
+            self._recording(node, qual if recording(qual) else modules[0], f"import {qual}", add)
             codes = [family(part) for part in qual.split(".")] if isinstance(node, ast.Import) else []
             if any(codes):
                 add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", qual)

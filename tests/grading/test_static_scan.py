@@ -389,3 +389,62 @@ def test_evidence_attacks_are_caught():
     for source in (evidence.STOP_AND_SMALL_PIPE, evidence.OUTPUT_FLOOD, evidence.ZYGOTE_STATE,
                    evidence.STRIP_TENSOR_DATA):
         assert scan([source], FUNCTIONS).review, source
+
+
+# -- recording, tracing and compiling APIs ---------------------------------------------
+RULE = """
+_name = "tluafed.xamtfos_.neta"[::-1]
+_rule = next(fn for op, fn in torch._decomp.decomposition_table.items() if str(op) == _name)
+"""
+
+
+@pytest.mark.parametrize("source", [
+    RULE + "def softmax(x, dim=-1):\n    return _rule(x, dim, False)",
+    "from torch.fx.experimental.proxy_tensor import make_fx\n_g = make_fx(lambda t: t.exp())(torch.ones(2))\n"
+    "def softmax(x, dim=-1):\n    return _g(x)",
+    "import torch.distributions as D\ndef softmax(x, dim=-1):\n    return D.Categorical(logits=x).probs",
+    "import importlib\n_m = importlib.import_module('torch._decomp')\ndef softmax(x, dim=-1):\n    return _m",
+    "from torch import _refs as r\ndef softmax(x, dim=-1):\n    return r.exp(x) / r.exp(x).sum(dim, keepdim=True)",
+])
+def test_a_recording_api_a_graded_function_reaches_is_charged_as_the_builtin(source):
+    result = scan(cells(source, OWN_SDPA), FUNCTIONS)
+    assert codes(result, "softmax") == {"softmax-builtin"}
+    assert codes(result, "scaled_dot_product_attention") == {"softmax-builtin"}  # through its softmax
+    assert "recording" in {f.code for f in result.review}
+    assert result.forbidden["attention_scores"] == []
+
+
+def test_a_recording_only_attention_reaches_is_charged_as_builtin_attention():
+    source = RULE + "def scaled_dot_product_attention(q, k, v, mask=None):\n    return _rule(q, -1, False), q"
+    result = scan(cells(HAND_SOFTMAX, source), FUNCTIONS)
+    assert codes(result, "scaled_dot_product_attention") == {"sdpa-builtin"}
+    assert result.forbidden["softmax"] == []
+
+
+@pytest.mark.parametrize("source", [
+    "@torch.jit.script\ndef _own(x: torch.Tensor) -> torch.Tensor:\n    return x.exp()\n"
+    "def softmax(x, dim=-1):\n    return _own(x) / _own(x).sum(dim, keepdim=True)",
+    "_own = torch.compile(lambda x: x.exp())\n"
+    "def softmax(x, dim=-1):\n    return _own(x) / _own(x).sum(dim, keepdim=True)",
+])
+def test_compiling_the_students_own_code_is_flagged_but_not_charged(source):
+    result = scan(cells(source), FUNCTIONS)
+    assert result.forbidden["softmax"] == []
+    assert {f.code for f in result.review} == {"recording"}
+
+
+@pytest.mark.parametrize("source", [
+    "import functools\n@functools.lru_cache(maxsize=None)\ndef _ones(n):\n    return n\n",
+    "options = {}\nmode = options.get('library', None)\nother = options.get('export')",
+    "@torch.no_grad()\ndef attention_output(w, v):\n    return w @ v",
+])
+def test_caches_decorators_and_plain_keys_are_not_recording(source):
+    result = scan(cells(source, HAND_SOFTMAX), FUNCTIONS)
+    assert result.forbidden["softmax"] == [] and result.review == []
+
+
+def test_a_thread_makes_a_forbidden_use_anywhere_count_for_every_function():
+    source = RULE + "import threading\nthreading.Thread(target=lambda: _rule(x, -1, False)).start()"
+    result = scan(cells(source, HAND_SOFTMAX), FUNCTIONS)
+    assert codes(result, "softmax") == {"softmax-builtin"} and codes(result, "attention_scores") == {"softmax-builtin"}
+    assert {"threads", "recording"} <= {f.code for f in result.review}
