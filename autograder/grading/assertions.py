@@ -35,6 +35,24 @@ class CheckFailed(AssertionError):
         self.example = example or {}
 
 
+def attention_pair(value: Any) -> Optional[tuple]:
+    """The (output, weights) of an attention answer, or None: the one contract for what attention returns.
+
+    A tuple or a list of two, as the visible check accepts; every hidden check reads the answer through
+    this (or through `attention_output`), so no check is stricter than another about its form.
+    """
+    return tuple(value) if isinstance(value, (tuple, list)) and len(value) == 2 else None
+
+
+def attention_output(value: Any) -> Any:
+    """What a check that grades only the output reads: the first element of a tuple or list, else the value.
+
+    Lenient on purpose: a wrong number of returned tensors is charged once, by the attention part
+    (``returns-not-tuple``), not again by every check that only needs the output.
+    """
+    return value[0] if isinstance(value, (tuple, list)) and value else value
+
+
 def forbidden_codes(names: Iterable[str]) -> list[str]:
     """The misconception code of each blocked call the runner reported (names it did not block give none)."""
     return [code for code in map(forbidden.code_of_blocked, names) if code]
@@ -126,10 +144,11 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
     kwargs = kwargs or {}
     value = require_ok(result, what)
     if select is not None:
-        if not isinstance(value, (tuple, list)) or len(value) != 2:
-            raise CheckFailed(f"{what}：应返回 (output, weights) 两个张量，实际返回 {type(value).__name__}。",
+        pair = attention_pair(value)
+        if pair is None:
+            raise CheckFailed(f"{what}：应返回 (output, weights) 两个张量，实际返回 {_form(value)}。",
                               ["returns-not-tuple"])
-        value = value[select]
+        value = pair[select]
     if not isinstance(value, TensorSpec):
         raise CheckFailed(f"{what}：应返回 torch.Tensor，实际返回 {value!r:.80}。")
     if value.subclass or value.layout != STRIDED:
@@ -177,8 +196,10 @@ def expect_explained(result: CallResult, expected: torch.Tensor, *, function: st
     """
     kwargs = kwargs or {}
     value = require_ok(result, what)
-    if select is not None and isinstance(value, (tuple, list)) and value:
-        value = value[select]  # a function that returns only the output is graded for it elsewhere
+    if select == 0 and isinstance(value, (tuple, list)) and value:
+        value = attention_output(value)  # a function that returns only the output is graded for it elsewhere
+    elif select is not None and attention_pair(value) is not None:
+        value = attention_pair(value)[select]
     else:
         select = None  # a single tensor: the mutants' outputs are not tuples either
     if not isinstance(value, TensorSpec):
@@ -314,3 +335,10 @@ def _as_floats(value, depth=0):
             out.extend(inner)
         return out
     return None
+
+
+def _form(value: Any) -> str:
+    """How a returned value looks, for a message: its type, and its length when it has one."""
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__}（{len(value)} 个元素）"
+    return type(value).__name__

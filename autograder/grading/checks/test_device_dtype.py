@@ -12,7 +12,14 @@ import pytest
 import torch
 
 from autograder.grading import cases
-from autograder.grading.assertions import CheckFailed, TensorSpec, expect_explained, expect_tensor, require_ok
+from autograder.grading.assertions import (
+    CheckFailed,
+    TensorSpec,
+    attention_output,
+    expect_explained,
+    expect_tensor,
+    require_ok,
+)
 from solutions import sdpa as ref
 
 PART = "device_dtype"
@@ -48,8 +55,7 @@ def _cpu_evidence(student, fn, args, kwargs):
 
 
 def _tensor_of(result):
-    value = result.value
-    return value[0] if isinstance(value, (tuple, list)) and value else value
+    return attention_output(result.value)
 
 
 @pytest.mark.points(3)

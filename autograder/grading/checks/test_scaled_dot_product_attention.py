@@ -5,7 +5,14 @@ import pytest
 import torch
 
 from autograder.grading import cases, composition, tolerances
-from autograder.grading.assertions import CheckFailed, TensorSpec, expect_tensor
+from autograder.grading.assertions import (
+    CheckFailed,
+    TensorSpec,
+    attention_output,
+    attention_pair,
+    expect_tensor,
+    require_ok,
+)
 
 PART = "scaled_dot_product_attention"
 FN = "scaled_dot_product_attention"
@@ -48,9 +55,10 @@ def test_random_cross_attention(student, grading, rng):
         sq, sk, sv = cases.qkv(rng, batch=(2, 3), L=6, S=6, d_k=8, d_v=4)
         square = student.call(FN, sq, sk, sv)
         ref_out, _ = cases.sdpa(sq, sk, sv)
-        if square.ok and isinstance(square.value, tuple) and isinstance(square.value[0], TensorSpec) \
-                and square.value[0].tensor is not None and square.value[0].shape == tuple(ref_out.shape) \
-                and torch.allclose(square.value[0].tensor.double(), ref_out, atol=1e-9):
+        pair = attention_pair(square.value) if square.ok else None
+        if pair is not None and isinstance(pair[0], TensorSpec) \
+                and pair[0].tensor is not None and pair[0].shape == tuple(ref_out.shape) \
+                and torch.allclose(pair[0].tensor.double(), ref_out, atol=1e-9):
             failure.codes.append("assumes-square")
         raise
 
@@ -78,11 +86,14 @@ def test_causal_no_leakage(student, grading, rng):
     k2, v2 = k.clone(), v.clone()
     k2[..., 4:, :] += 5.0
     v2[..., 4:, :] -= 7.0
-    second = student.call(FN, q, k2, v2, mask)
     out, _ = cases.sdpa(q, k, v, mask)
+    what = "因果掩码（修改了位置 4 及之后的键和值）"
+    second = attention_output(require_ok(student.call(FN, q, k2, v2, mask), what))
+    if not isinstance(second, TensorSpec) or second.missing_data() or second.shape != tuple(out.shape):
+        raise CheckFailed(f"{what}：输出不是形状为 {list(out.shape)}、带数值的张量（实际为 {second!r:.80}），"
+                          "无法比较前 4 个查询。")
     tol = cases.tolerance(cases.sdpa, (q, k, v, mask), torch.float64)
-    b = second.value[0].tensor if second.ok and isinstance(second.value, tuple) else None
-    if b is None or not tolerances.close(b[..., :4, :], out[..., :4, :], tol):
+    if not tolerances.close(second.tensor[..., :4, :], out[..., :4, :], tol):
         raise CheckFailed("因果掩码：修改位置 4 及之后的键和值，改变了前 4 个查询的输出（信息泄漏）。")
 
 
