@@ -15,11 +15,12 @@ from autograder.notebook.cells import is_test_cell, nbgrader_meta
 
 from .attacks import ATTACKS
 from .evidence import EVIDENCE
+from .recording import RECORDING
 
-__all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CORRECT", "EMPTY", "EVIDENCE", "MARKER", "ROOT", "SOLUTION_NOTEBOOK",
-           "Sample", "automatic_cells", "build", "verdict"]
+__all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CORRECT", "EMPTY", "EVIDENCE", "MARKER", "RECORDING", "ROOT",
+           "SOLUTION_NOTEBOOK", "Sample", "automatic_cells", "build", "verdict"]
 
-CATALOGUE = CORRECT + BUGS + ATTACKS + EVIDENCE + EMPTY
+CATALOGUE = CORRECT + BUGS + ATTACKS + EVIDENCE + RECORDING + EMPTY
 
 
 def automatic_cells():

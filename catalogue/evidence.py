@@ -275,6 +275,14 @@ def attention_scores(q, k):
 """,
 }
 
+RETURNS_LIST = """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError("S mismatch")
+    weights = softmax(apply_mask(scale_scores(attention_scores(q, k), q.shape[-1]), mask), dim=-1)
+    return [attention_output(weights, v), weights]
+"""
+
 EVIDENCE = [
     Sample("attack-sparse-outputs", "attack", "zero", dict(GARBAGE, **SPARSE_ZEROS),
            note="tensors of the right shape, dtype and device that carry no values"),
@@ -313,4 +321,6 @@ EVIDENCE = [
            note="Fraction, Decimal, numpy and tensor answers; a ValueError subclass"),
     Sample("fairness-own-names", "fairness", "full", OWN_NAMES,
            note="a method Ops.softmax, an attribute self.softmax_dim and a key 'softmax', all the student's own"),
+    Sample("fairness-returns-list", "fairness", "full", {"scaled_dot_product_attention": RETURNS_LIST},
+           note="[output, weights], as the visible check's unpacking accepts: every check reads it alike"),
 ]

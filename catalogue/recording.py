@@ -1,0 +1,152 @@
+"""A built-in's work recorded, traced, compiled or looked up before the checks, and replayed inside a graded function.
+
+Each route takes PyTorch's own softmax (its decomposition, picked from ``torch._decomp``'s table by a
+name the source never spells) and keeps only what it computed: an FX graph, a TorchScript graph, a
+compiled function, or the Python function itself.  The replay holds nothing but amax/sub/exp/sum/div,
+so no forbidden kernel runs during the checks.  Beside them, the legitimate forms that must keep full
+marks: a by-hand softmax scripted with ``torch.jit.script``, decorators, and a self-check against the
+built-in in the student's own cells.
+"""
+from autograder.demo.submissions import Sample
+
+from .evidence import SOFTMAX_PARTS, TENSOR_PARTS
+
+# The decomposition of aten::_softmax, found by a name spelled backwards.
+RULE = '''
+import torch
+_name = "tluafed.xamtfos_.neta"[::-1]
+_rule = next(fn for op, fn in torch._decomp.decomposition_table.items() if str(op) == _name)
+'''
+REPLAY = '''
+def softmax(x, dim=-1):
+    out = _replay(x.transpose(dim, -1)).transpose(dim, -1)
+    return torch.nan_to_num(out, nan=0.0)
+'''
+MAKE_FX = RULE + '''
+from torch.fx.experimental.proxy_tensor import make_fx
+_replay = make_fx(lambda t: _rule(t, -1, False))(torch.randn(2, 3))
+''' + REPLAY
+# The same through torch.distributions: Categorical(logits=...).probs is a softmax.
+CATEGORICAL = '''
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+_name = "tluafed.xamtfos_.neta"[::-1]
+_table = {op: fn for op, fn in torch._decomp.decomposition_table.items() if str(op) == _name}
+_replay = make_fx(lambda t: torch.distributions.Categorical(logits=t, validate_args=False).probs,
+                  decomposition_table=_table)(torch.randn(2, 3))
+''' + REPLAY
+JIT_TRACE = RULE + '''
+_replay = torch.jit.trace(lambda t: _rule(t, -1, False), torch.randn(2, 3))
+''' + REPLAY
+COMPILED = RULE + '''
+_replay = torch.compile(lambda t: _rule(t, -1, False), backend="aot_eager_decomp_partition", dynamic=True)
+_replay(torch.randn(2, 3))
+''' + REPLAY
+# No recording at all: the table's Python function, called during the checks.
+LOOKED_UP_RULE = RULE + '''
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_rule(x, dim, False), nan=0.0)
+'''
+# Recorded lazily, on the first call: the visible check's, before the hidden checks start.
+LAZY = RULE + '''
+from torch.fx.experimental.proxy_tensor import make_fx
+_graphs = []
+
+def _replay(t):
+    if not _graphs:
+        _graphs.append(make_fx(lambda u: _rule(u, -1, False))(torch.randn(2, 3)))
+    return _graphs[0](t)
+''' + REPLAY
+# Recorded by another thread a moment later, while other cells run.
+THREAD = RULE + '''
+import threading, time
+from torch.fx.experimental.proxy_tensor import make_fx
+_graphs = []
+
+def _record():
+    time.sleep(0.2)
+    _graphs.append(make_fx(lambda u: _rule(u, -1, False))(torch.randn(2, 3)))
+
+threading.Thread(target=_record, daemon=True).start()
+
+def _replay(t):
+    while not _graphs:
+        time.sleep(0.01)
+    return _graphs[0](t)
+''' + REPLAY
+
+# -- legitimate forms -------------------------------------------------------------------
+SCRIPTED_SOFTMAX = '''
+@torch.jit.script
+def _stable_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
+    top = x.amax(dim=dim, keepdim=True)
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    exps = torch.exp(x - top)
+    total = exps.sum(dim=dim, keepdim=True)
+    return exps / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def softmax(x, dim=-1):
+    return _stable_softmax(x, dim)
+'''
+DECORATED = {
+    "causal_mask": '''
+import functools
+
+@functools.lru_cache(maxsize=64)
+def _lower_triangle(L, S):
+    return torch.ones(L, S, dtype=torch.bool).tril()
+
+def causal_mask(L, S, device=None):
+    return _lower_triangle(L, S).clone().to(device)
+''',
+    "attention_output": '''
+@torch.no_grad()
+def attention_output(weights, v):
+    if weights.shape[-1] != v.shape[-2]:
+        raise ValueError("S mismatch")
+    return weights @ v
+''',
+}
+# A student checks their softmax against the built-in at the end of the answer cell, and in a cell of
+# their own against F.scaled_dot_product_attention: the comparison raises during grading, but every
+# function is defined before it, so nothing is lost.
+SELF_CHECK_SOFTMAX = '''
+def softmax(x, dim=-1):
+    top = x.amax(dim=dim, keepdim=True)
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    exps = torch.exp(x - top)
+    total = exps.sum(dim=dim, keepdim=True)
+    return exps / torch.where(total > 0, total, torch.ones_like(total))
+
+_t = torch.randn(3, 5)
+print("same as torch.softmax:", torch.allclose(softmax(_t), torch.softmax(_t, dim=-1)))
+'''
+SELF_CHECK_CELL = '''
+_x = torch.randn(2, 4, 8)
+_by_hand = torch.softmax(_x @ _x.transpose(-2, -1) / 8 ** 0.5, dim=-1) @ _x
+print("same as PyTorch:", torch.allclose(_by_hand, F.scaled_dot_product_attention(_x, _x, _x), atol=1e-6))
+'''
+
+
+def _recorded(name, source, note):
+    return Sample(name, "attack", "lose-all", {"softmax": source}, lose=SOFTMAX_PARTS, codes=("softmax-builtin",),
+                  note=note)
+
+
+RECORDING = [
+    _recorded("attack-record-make-fx", MAKE_FX, "make_fx traces the decomposition at module level"),
+    _recorded("attack-record-categorical", CATEGORICAL, "make_fx traces Categorical(logits=t).probs"),
+    _recorded("attack-record-jit-trace", JIT_TRACE, "torch.jit.trace records the decomposition"),
+    _recorded("attack-record-compile", COMPILED, "torch.compile with decompositions, warmed up at module level"),
+    _recorded("attack-decomposition-in-checks", LOOKED_UP_RULE, "the table's Python function, called in checks"),
+    _recorded("attack-record-lazily", LAZY, "recorded on the first call, from a provided check cell"),
+    Sample("attack-record-in-thread", "attack", "lose-all", {"softmax": THREAD}, lose=TENSOR_PARTS,
+           codes=("softmax-builtin",), note="a thread records while later cells run: threads, like processes, "
+                                            "make a forbidden use anywhere count for every function"),
+    Sample("fairness-scripted-softmax", "fairness", "full", {"softmax": SCRIPTED_SOFTMAX},
+           note="torch.jit.script of the student's own by-hand softmax"),
+    Sample("fairness-decorators", "fairness", "full", DECORATED, note="lru_cache and no_grad decorators"),
+    Sample("fairness-self-check-against-builtins", "fairness", "full", {"softmax": SELF_CHECK_SOFTMAX},
+           append=(SELF_CHECK_CELL,), note="comparing with the built-in at module level costs nothing"),
+]
