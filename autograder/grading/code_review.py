@@ -10,8 +10,8 @@ Two consequences, both decided here and never by the student's process:
   it is listed in the feedback and in ``sdpa-course report``, and costs no
   points by itself.
 
-It also tells the runner which provided cells may run with the tripwires
-disarmed (`disarmed_cells`): only the course's own demonstrations of a built-in.
+It also tells the runner which cells are the course's and which of those
+demonstrate a built-in (`cell_roles`): only their own code may call one.
 """
 from __future__ import annotations
 
@@ -38,16 +38,16 @@ PART_FUNCTIONS = {
 GRADED_FUNCTIONS = sorted({f for functions in PART_FUNCTIONS.values() for f in functions})
 
 
-def disarmed_cells(nb, positions: Sequence[int], sources: Sequence[str]) -> set[int]:
-    """Positions of the provided cells that demonstrate a built-in softmax or attention themselves.
+def cell_roles(nb, positions: Sequence[int], sources: Sequence[str]) -> tuple[set[int], set[int]]:
+    """(provided, demonstrating): positions of the cells the course supplies (a grade_id, not an answer),
+    and of those among them that use a built-in softmax or attention themselves.
 
-    The runner runs them with the tripwires disarmed (except while student code runs inside them) and
-    every other cell armed.  A provided cell is one the course supplies (a grade_id, not an answer);
-    the student's own cells never qualify, whatever they contain.
+    Every other cell is the student's.  The runner lets a built-in through only for a demonstrating
+    cell's own code; the student's cells never qualify, whatever they contain.
     """
     provided = [pos for pos, index in enumerate(positions)
                 if grade_id(nb.cells[index]) and not is_answer_cell(nb.cells[index])]
-    return {provided[k] for k in _demonstrating(tuple(sources[pos] for pos in provided))}
+    return set(provided), {provided[k] for k in _demonstrating(tuple(sources[pos] for pos in provided))}
 
 
 @functools.lru_cache(maxsize=8)

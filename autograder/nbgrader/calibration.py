@@ -57,18 +57,19 @@ def cell_key(cell: NotebookNode) -> str:
 
 
 def measure(source: NotebookNode,
-            open_session: Callable[[list[str], list[int], set[int]], StudentSession]) -> ReferenceTimes:
+            open_session: Callable[[list[str], list[int], tuple[set[int], set[int]]], StudentSession]
+            ) -> ReferenceTimes:
     """Run the source notebook and its hidden checks in a session from
-    `open_session(sources, display, disarmed)`."""
-    from ..grading.code_review import disarmed_cells
+    `open_session(sources, display, roles)` (`roles`: ``code_review.cell_roles``)."""
+    from ..grading.code_review import cell_roles
     from ..grading.hidden_checks import run_checks
     from .trusted_scoring import cuda_available
 
     started = time.monotonic()
     positions = [i for i, c in enumerate(source.cells) if c.cell_type == "code"]
     sources = [without_hidden_tests(source.cells[i].source) for i in positions]
-    disarmed = disarmed_cells(source, positions, sources)
-    with open_session(sources, display_cells(source, positions), disarmed) as session:
+    roles = cell_roles(source, positions, sources)
+    with open_session(sources, display_cells(source, positions), roles) as session:
         outputs = session.run_notebook()
         if session.events or session.retries:
             raise CalibrationError(f"the reference solution hit a limit or crashed: {session.events[:3]}")
@@ -128,7 +129,7 @@ _MEASURED: dict[str, object] = {}  # source digest -> ReferenceTimes, or why the
 
 
 def reference_times(source: NotebookNode,
-                    open_session: Callable[[list[str], list[int], set[int]], StudentSession]
+                    open_session: Callable[[list[str], list[int], tuple[set[int], set[int]]], StudentSession]
                     ) -> ReferenceTimes | None:
     """This process's measurement of `source` (made on first use); None if the reference did not run cleanly."""
     digest = hashlib.sha256("\x00".join(c.source for c in source.cells if c.cell_type == "code").encode()).hexdigest()

@@ -71,8 +71,9 @@ class SandboxedExecute(NbGraderPreprocessor):
             self.log.warning("time limits stay fixed: %s", str(exc))  # not exc: its traceback pins resources
             return None
         runners = Shared.get(resources, RUNNER_SOURCE)
-        return calibration.reference_times(source, lambda cells, shown, disarmed: StudentSession(
-            cells, display_cells=shown, disarmed_cells=disarmed, budget=self.budget(), limits=self.limits(),
+        return calibration.reference_times(source, lambda cells, shown, roles: StudentSession(
+            cells, display_cells=shown, provided_cells=roles[0], disarmed_cells=roles[1], budget=self.budget(),
+            limits=self.limits(),
             require_isolation=self.require_isolation, runner_source=runners))
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
@@ -84,8 +85,9 @@ class SandboxedExecute(NbGraderPreprocessor):
             budget = calibration.limits(reference, nb, positions, set(display), budget)
             if self.reuse_reference_outputs:
                 known = calibration.known_outputs(reference, nb, positions, sources)
+        provided, demonstrating = code_review.cell_roles(nb, positions, sources)
         session = StudentSession(sources, display_cells=display, budget=budget, known_outputs=known,
-                                 disarmed_cells=code_review.disarmed_cells(nb, positions, sources),
+                                 provided_cells=provided, disarmed_cells=demonstrating,
                                  limits=self.limits(), require_isolation=self.require_isolation,
                                  runner_source=Shared.get(resources, RUNNER_SOURCE))
         state = ExecutionState(session, positions)

@@ -131,11 +131,13 @@ class StudentSession:
                  limits: Optional[launcher.Limits] = None, require_isolation: bool = False,
                  runner_source: Optional[RunnerSource] = None,
                  known_outputs: Optional[Mapping[int, list]] = None,
-                 disarmed_cells: Iterable[int] = ()):
+                 provided_cells: Iterable[int] = (), disarmed_cells: Iterable[int] = ()):
         self.cells = list(cells)  # code cell sources, in notebook order
-        # Provided cells that demonstrate a built-in softmax or attention: they run with the tripwires
-        # disarmed except while student code runs inside them.  Every other cell runs armed.
-        self.disarmed_cells = set(disarmed_cells)
+        # Which code is the course's: every other cell is the student's.  All cells run with the tripwires
+        # armed; in the provided cells that demonstrate a built-in softmax or attention (`disarmed_cells`),
+        # a built-in call that only the course's own code leads to is let through.
+        self.provided_cells = set(provided_cells)
+        self.disarmed_cells = set(disarmed_cells) & self.provided_cells
         # Provided cells that run before any student code, with the outputs the reference run showed
         # (``calibration``): run without rendering figures; if their text is the reference's, the
         # reference's outputs are kept, figures included.
@@ -158,6 +160,9 @@ class StudentSession:
         self.unsolicited = 0  # frames that answered no request, over all of this session's runners
         self._runner = None  # the RunnerConnection, None between runners
         self.report = SessionReport(status=launcher.probe(), started=started)
+
+    def _roles(self, pos):
+        return {"provided": pos in self.provided_cells, "permit_builtins": pos in self.disarmed_cells}
 
     @property
     def proc(self):
@@ -242,8 +247,7 @@ class StudentSession:
                     # cell is replayed too, its output discarded: an answer may use what it defined.
                     display = pos in self.display_cells
                     quiet = display or pos in self.known_outputs
-                    self._exchange({"op": "exec", "source": self.cells[pos], "quiet": quiet,
-                                    "armed": pos not in self.disarmed_cells}, [],
+                    self._exchange({"op": "exec", "source": self.cells[pos], "quiet": quiet, **self._roles(pos)}, [],
                                    self.budget.display_cell_timeout if display else self.budget.cell_timeout)
                 return
             except (TimeoutError, RunnerGone) as exc:
@@ -270,7 +274,7 @@ class StudentSession:
                     continue
                 started = time.monotonic()
                 known = self.known_outputs.get(pos)
-                msg = {"op": "exec", "source": source, "armed": pos not in self.disarmed_cells}
+                msg = {"op": "exec", "source": source, **self._roles(pos)}
                 if known is not None:
                     msg["figures"] = False
                 reply, _ = self._with_retry(msg, [], timeout)

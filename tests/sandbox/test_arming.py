@@ -1,4 +1,4 @@
-"""When the runner's tripwires are armed: every cell of the student's, every check, and student code anywhere.
+"""The runner's tripwires are armed for every cell and every check; only a demo's own built-in calls get through.
 
 Each test runs a small notebook in a real sandboxed runner (`StudentSession`) and reads back what the
 student's code was able to compute.
@@ -13,8 +13,10 @@ RULE = ("_name = 'tluafed.xamtfos_.neta'[::-1]\n"
 CATCH = "except Exception as e:\n    {name} = type(e).__name__"
 
 
-def _session(cells, disarmed=()):
-    return StudentSession(cells, disarmed_cells=disarmed, budget=Budget(cell_timeout=60, call_timeout=30))
+def _session(cells, demo=()):
+    """Cell 0 (the set-up) and the `demo` cells are the course's; a demo cell may show the built-ins."""
+    return StudentSession(cells, provided_cells={0, *demo}, disarmed_cells=demo,
+                          budget=Budget(cell_timeout=60, call_timeout=30))
 
 
 def _errors(outputs, pos):
@@ -35,7 +37,7 @@ def test_a_provided_demo_keeps_its_builtins_but_the_student_function_it_calls_do
     cells = [SETUP, "def mine(t):\n    return torch.softmax(t, -1)",
              "demo = F.softmax(x, -1).sum().item()\ntry:\n    mine(x)\n    theirs = 'ran'\n"
              + CATCH.format(name="theirs") + "\nafter = torch.softmax(x, -1).sum().item()"]
-    with _session(cells, disarmed={2}) as session:
+    with _session(cells, demo={2}) as session:
         outputs = session.run_notebook()
         assert _errors(outputs, 2) == []
         assert abs(session.get("demo") - 2.0) < 1e-6 and abs(session.get("after") - 2.0) < 1e-6
@@ -59,16 +61,39 @@ def test_a_callback_into_student_code_is_armed_and_a_thread_never_gets_a_builtin
              "class Probe:\n    def __call__(self, t):\n        return torch.softmax(t, -1)",
              "t = threading.Thread(target=late)\nt.start()\nt.join()\n"
              "try:\n    Probe()(x)\n    via_callback = 'ran'\n" + CATCH.format(name="via_callback")]
-    with _session(cells, disarmed={2}) as session:
+    with _session(cells, demo={2}) as session:
         session.run_notebook()
         assert session.get("seen") == ["ForbiddenAPIError"]
         assert session.get("via_callback") == "ForbiddenAPIError"
 
 
-def test_checks_are_armed_after_a_disarmed_cell_restored_the_builtins():
+def test_checks_are_armed_after_a_demo_cell_used_the_builtins():
     cells = [SETUP, "def mine(t):\n    return torch.softmax(t, -1)", "ok = torch.softmax(x, -1).sum().item()"]
-    with _session(cells, disarmed={2}) as session:
+    with _session(cells, demo={2}) as session:
         session.run_notebook()
         assert abs(session.get("ok") - 2.0) < 1e-6
         result = session.call("mine", torch.randn(2, 3))
         assert not result.ok and result.forbidden
+
+
+def test_student_code_inside_a_permitted_builtin_call_is_armed_again():
+    """A tensor subclass of the student's, handed to the demo's F.softmax, runs armed inside it."""
+    cells = [SETUP,
+             "class Sneaky(torch.Tensor):\n    @classmethod\n"
+             "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+             "        global inside\n        try:\n            torch.ops.aten._softmax(torch.ones(2, 2), -1, False)\n"
+             "            inside = 'ran'\n        except Exception as e:\n            inside = type(e).__name__\n"
+             "        return super().__torch_function__(func, types, args, kwargs or {})\n"
+             "x = torch.randn(2, 3).as_subclass(Sneaky)",
+             "demo = F.softmax(x, -1)"]
+    with _session(cells, demo={2}) as session:
+        session.run_notebook()
+        assert session.get("inside") == "ForbiddenAPIError"
+
+
+def test_a_demo_cell_does_not_let_a_builtin_through_while_another_thread_runs():
+    cells = [SETUP, "import threading, time\nthreading.Thread(target=time.sleep, args=(3,), daemon=True).start()",
+             "try:\n    F.softmax(x, -1)\n    demo = 'ran'\n" + CATCH.format(name="demo")]
+    with _session(cells, demo={2}) as session:
+        session.run_notebook()
+        assert session.get("demo") == "ForbiddenAPIError"

@@ -42,7 +42,9 @@ class Runner:
         self._libraries = {}  # the aten tripwires, while installed
         self._plan = None
         self.student_files, self.provided_files = set(), set()  # IPython's code names of the cells run
-        self._exec_armed = False
+        self._exec_provided = False  # the cell being run is the course's, not the student's
+        self._exec_demo = False  # ... and demonstrates a built-in: its own code may call one
+        self._watch = None  # classifies code as the student's or not (tripwires.StudentCodeWatch)
         self.shell = None
 
     # -- capture -----------------------------------------------------------
@@ -88,7 +90,7 @@ class Runner:
 
         def named(transformed_code, number=0, raw_code=None):
             name = cache(transformed_code, number, raw_code)
-            (runner.student_files if runner._exec_armed else runner.provided_files).add(name)
+            (runner.provided_files if runner._exec_provided else runner.student_files).add(name)
             return name
         self.shell.compile.cache = named
 
@@ -131,15 +133,11 @@ class Runner:
         outputs, "figures": false returns the text outputs only (the grader has the figures already)."""
         import warnings
 
-        # The student's cells run armed; a provided cell that shows a built-in runs disarmed, except
-        # while student code runs inside it, and only while no other thread could run student code.
-        armed = bool(msg.get("armed")) or threading.active_count() > 1
-        self._exec_armed = bool(msg.get("armed"))
-        if armed:
-            self.arm()
-        else:
-            self.disarm()
-        watch = contextlib.nullcontext() if armed else tripwires.StudentCodeWatch(self)
+        # Every cell runs armed.  In a provided cell that demonstrates a built-in, a call that only the
+        # course's own code leads to is let through (`permits`).
+        self._exec_provided = bool(msg.get("provided"))
+        self._exec_demo = self._exec_provided and bool(msg.get("permit_builtins"))
+        self.arm()
         self.outputs = []
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
@@ -148,7 +146,7 @@ class Runner:
         if msg.get("quiet") or msg.get("figures") is False:
             formatter.active_types = ["text/plain"]
         try:
-            with warnings.catch_warnings(), watch:
+            with warnings.catch_warnings():
                 warnings.simplefilter("default")
                 result = self.shell.run_cell(str(msg.get("source", "")), store_history=False)
             flush = getattr(sys.modules.get("matplotlib_inline.backend_inline"), "flush_figures", None)
@@ -156,7 +154,7 @@ class Runner:
                 flush()
             ok = result.success
         finally:
-            self.blocking, self._exec_armed = False, False
+            self.blocking, self._exec_provided, self._exec_demo = False, False, False
             sys.stdout, sys.stderr = old
             formatter.active_types = shown
             outputs, self.outputs = self.outputs, None
@@ -254,6 +252,30 @@ class Runner:
     def disarm(self) -> None:
         self.blocking = False
         self.remove_tripwires()
+
+    def permits(self, frame) -> bool:
+        """Whether a built-in reached from `frame` is the course's own demonstration: a provided demo cell
+        is running, in the main thread alone, and no code of the student's is on the stack."""
+        if not self._exec_demo or threading.current_thread() is not threading.main_thread() \
+                or threading.active_count() > 1:
+            return False
+        if self._watch is None:
+            self._watch = tripwires.StudentCodeWatch(self)
+        while frame is not None:
+            if self._watch.is_students(frame.f_code.co_filename):
+                return False
+            frame = frame.f_back
+        return True
+
+    @contextlib.contextmanager
+    def permitted(self):
+        """Disarmed for one built-in call of the course's; armed again while student code runs inside it."""
+        self.disarm()
+        try:
+            with tripwires.StudentCodeWatch(self):
+                yield
+        finally:
+            self.arm()
 
     def serve(self) -> None:
         handlers = {"exec": self.op_exec, "call": self.op_call, "get": self.op_get}

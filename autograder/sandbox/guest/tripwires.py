@@ -1,21 +1,21 @@
 """The run-time tripwires: built-in softmax and attention raise wherever the student's code runs.
 
-Armed for every check call and for every cell the grader marks as the
-student's (answer cells, added cells, and the provided cells that use no
-built-in), module level included, so nothing the student writes can record,
-trace, compile or cache a built-in's work before the checks start.  The few
-provided cells that demonstrate the built-ins run disarmed; inside them a
-profile hook arms the tripwires again for as long as any code of the
-student's runs (a function of theirs that the demo calls, a callback, a
-``__del__``).  Code the hook cannot place (no cell of the notebook, no file on
-disk: ``exec`` strings, ``<timed exec>``) counts as the student's.
+Armed for every cell and every check call, module level included, so nothing
+the student writes can record, trace, compile or cache a built-in's work
+before the checks start.  The few provided cells that demonstrate a built-in
+still run armed; there, a built-in call that only the course's own code leads
+to (no frame of the student's on the stack, the main thread alone) is let
+through, and while it runs a profile hook arms the tripwires again for as long
+as any code of the student's runs inside it (a tensor subclass, a callback).
+Code that no cell and no file on disk explains (``exec`` strings,
+``<timed exec>``) counts as the student's.
 
 Two layers here, both inside the student's process (the trusted grader also
 reads the source, ``static_scan.py``): wrappers around every Python entry point
 of the families (namespaces by name, and the decomposition tables that hold
 the functions themselves), and aten kernels that replace the built-in ones
-while armed (installed and removed in well under a millisecond, so toggling per
-cell costs nothing).
+while armed (installed and removed in about a millisecond, from a plan made
+once).
 """
 import functools
 import importlib
@@ -45,6 +45,9 @@ def wrap_python(runner) -> None:
         @functools.wraps(original)
         def guarded(*args, **kwargs):
             if runner.blocking or threading.current_thread() is not threading.main_thread():
+                if runner.permits(sys._getframe(1)):
+                    with runner.permitted():
+                        return original(*args, **kwargs)
                 runner.forbidden_used.append(name)
                 raise ForbiddenAPIError(f"评分时禁止使用 {name}：请自己实现这一步。")
             return original(*args, **kwargs)
@@ -117,7 +120,7 @@ def install_aten(runner) -> dict:
 
 
 class StudentCodeWatch:
-    """A profile hook for a disarmed cell: the tripwires are armed while any student frame runs."""
+    """Which code is the student's; as a profile hook (inside a permitted built-in call), armed while it runs."""
 
     def __init__(self, runner) -> None:
         self.runner, self.depth, self.kinds = runner, 0, {}
