@@ -75,6 +75,76 @@ def _replay(t):
     return _graphs[0](t)
 ''' + REPLAY
 
+# -- found by a red-team pass --------------------------------------------------------------
+# The wrapper's `__wrapped__` led to the original (torch._refs.softmax computes by primitives), read
+# through a name bound to torch and a constant getattr, with "softmax" made an own name by a keyword.
+WRAPPED_ALIASED = '''
+_settings = dict(softmax="by hand")
+_t = torch
+_impl = getattr(_t._refs.softmax, "__wrapped__")
+
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_impl(x, dim), nan=0.0)
+'''
+WRAPPED_GETATTR = '''
+_settings = dict(softmax="by hand")
+_refs = getattr(torch, "_refs")
+_impl = getattr(_refs.softmax, "__wrapped__")
+
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_impl(x, dim), nan=0.0)
+'''
+# The code lives in a module the notebook writes to /tmp and imports: the static scan never reads it.
+FROM_DISK = '''
+import sys
+_SRC = """
+import torch
+_impl = torch._refs.softmax.__wrapped__
+def helper(x, dim=-1):
+    return torch.nan_to_num(_impl(x, dim), nan=0.0)
+"""
+with open("/tmp/_helpers_rt.py", "w") as _f:
+    _f.write(_SRC)
+sys.path.insert(0, "/tmp")
+import _helpers_rt
+
+def softmax(x, dim=-1):
+    return _helpers_rt.helper(x, dim)
+'''
+# ... and records inside the provided demo cells, which call the graded functions with no notebook
+# frame of the student's on the stack.
+RECORD_IN_DEMO_FROM_DISK = '''
+import sys
+_SRC = """
+import torch
+_g = []
+def _record():
+    from torch.fx.experimental.proxy_tensor import make_fx
+    tab = {op: fn for op, fn in torch._decomp.decomposition_table.items() if str(op) == "aten._softmax.default"}
+    _g.append(make_fx(lambda t: torch.softmax(t, -1), decomposition_table=tab)(torch.randn(2, 3)))
+def sm(x, dim=-1):
+    if not _g:
+        _record()
+    out = _g[0](x.transpose(dim, -1).contiguous()).transpose(dim, -1)
+    return torch.nan_to_num(out, nan=0.0)
+def sdpa(q, k, v, mask=None):
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError("S mismatch")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError("d_k mismatch")
+    s = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.to(s.dtype)
+    w = sm(s, -1)
+    return w @ v, w
+"""
+with open("/tmp/_helpers_demo.py", "w") as _f:
+    _f.write(_SRC)
+sys.path.insert(0, "/tmp")
+import _helpers_demo
+softmax = _helpers_demo.sm
+'''
+
 # -- legitimate forms -------------------------------------------------------------------
 SCRIPTED_SOFTMAX = '''
 @torch.jit.script
@@ -144,6 +214,14 @@ RECORDING = [
     Sample("attack-record-in-thread", "attack", "lose-all", {"softmax": THREAD}, lose=TENSOR_PARTS,
            codes=("softmax-builtin",), note="a thread records while later cells run: threads, like processes, "
                                             "make a forbidden use anywhere count for every function"),
+    _recorded("attack-wrapped-original-aliased", WRAPPED_ALIASED, "__wrapped__ through `_t = torch` and getattr"),
+    _recorded("attack-wrapped-original-getattr", WRAPPED_GETATTR, "__wrapped__ through getattr(torch, '_refs')"),
+    _recorded("attack-helper-from-disk", FROM_DISK, "a module written to /tmp and imported"),
+    Sample("attack-record-in-demo-from-disk", "attack", "lose-all",
+           {"softmax": RECORD_IN_DEMO_FROM_DISK,
+            "scaled_dot_product_attention": "scaled_dot_product_attention = _helpers_demo.sdpa\n"},
+           lose=SOFTMAX_PARTS, codes=("softmax-builtin",),
+           note="functions from a file on disk record inside the provided demo cells"),
     Sample("fairness-scripted-softmax", "fairness", "full", {"softmax": SCRIPTED_SOFTMAX},
            note="torch.jit.script of the student's own by-hand softmax"),
     Sample("fairness-decorators", "fairness", "full", DECORATED, note="lru_cache and no_grad decorators"),

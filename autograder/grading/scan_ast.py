@@ -144,15 +144,19 @@ def names_read(nodes, scope=None):
     return (loads - local) | (nested if isinstance(scope, ast.ClassDef) else nested - local)
 
 
+# Built-ins that only read their arguments: a name passed to them is not given anything.
+READ_ONLY_CALLS = {"getattr", "hasattr", "isinstance", "issubclass", "len", "id", "type", "repr", "str", "callable"}
+
+
 def call_arguments(nodes):
-    """Names passed as arguments to calls that run at module level."""
+    """Names passed as arguments to calls that run at module level (a call may store into them)."""
     out, stack = [], [n for n in nodes if not isinstance(n, SCOPES)]
     while stack:
         node = stack.pop()
         if isinstance(node, SCOPES):
             stack.extend(outer_parts(node))
             continue
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Call) and not is_call_to(node, *READ_ONLY_CALLS):
             out += [a.id for a in node.args + [k.value for k in node.keywords] if isinstance(a, ast.Name)]
         stack.extend(ast.iter_child_nodes(node))
     return list(dict.fromkeys(out))

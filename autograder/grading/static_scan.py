@@ -42,25 +42,15 @@ from .scan_ast import (
     top_names,
 )
 from .scan_policy import (
-    ATTR_CODE,
-    FOREIGN_MAGICS,
-    GRADER_STRINGS,
     LABELS,
     LOOKUP_BUILTINS,
     LOOKUP_CALLS,
-    MODULE_CODE,
-    MODULE_MUTATORS,
     NAME_CODE,
-    QUALNAME_CODE,
-    SO_FILE,
     STAR_NAMES,
     family,
-    recording,
 )
+from .scan_review import RECORDED, ReviewRules
 
-# The code of a forbidden finding that is a recording API (see `scan_policy.RECORDING_CHARGED`) until
-# `scan` knows which graded function reaches it.
-RECORDED = "recorded"
 ATTENTION_FUNCTIONS = ("scaled_dot_product_attention", "fixed_attention")
 
 
@@ -133,7 +123,7 @@ def scan(sources: list[str], functions: Iterable[str]) -> ScanResult:
 
 # -- the scanner ---------------------------------------------------------------------
 
-class _Scanner:
+class _Scanner(ReviewRules):
     """Walks top-level statements in notebook order, recording findings and the name graph."""
 
     def __init__(self, trees: list[ast.Module]) -> None:
@@ -150,6 +140,22 @@ class _Scanner:
                         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         for node in (n for tree in trees for n in ast.walk(tree)):
             self._learn(node)
+        for node in (n for tree in trees for n in ast.walk(tree)):
+            self._learn_module_alias(node)
+
+    def _learn_module_alias(self, node):
+        """`_t = torch`, `_r = torch._refs`, `_r = getattr(torch, "_refs")`: a name the student binds to a
+        module (or a module's attribute) is read as that module."""
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            return
+        value, suffix = node.value, ""
+        if is_call_to(value, "getattr") and len(value.args) == 2 and isinstance(value.args[1], ast.Constant) \
+                and isinstance(value.args[1].value, str):
+            value, suffix = value.args[0], "." + value.args[1].value
+        qual = self.qualname(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+        if qual and self.module_like(root_name(value) or ""):
+            self.aliases[node.targets[0].id] = qual + suffix
+            self.module_vars.add(node.targets[0].id)
 
     def _learn(self, node):
         """First pass over all cells: aliases, module-like names, docstrings, magic arguments."""
@@ -389,108 +395,3 @@ class _Scanner:
                 for target in (t for group in targets for t in flat_targets(group)):
                     self._review_target(target, add)
         return out
-
-    def _string(self, node, value, add, python=True, name=False):
-        """Family names in strings used as names; /proc, .so and the runner's module names in any text.
-
-        A string is a name when a lookup gets it (`getattr(torch, "softmax")`,
-        `vars(F)["softmax"]`) or when it is a torch or aten path; elsewhere
-        (`cache["softmax"]`, a message) it is text and costs nothing.
-        """
-        token = value.strip()
-        path = "::" in token or token.startswith(("torch.", "aten.", "ops."))
-        if python and path and not re.search(r"\s", token):
-            self._recording(node, token, repr(value), add)  # importlib.import_module("torch._decomp")
-        if python and not re.search(r"\s", token) and (name or path):
-            parts = re.split(r"\.|::", token)
-            codes = [family(p) for p in (parts if path else parts[-1:]) if p.isidentifier()]
-            if any(codes):
-                add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", repr(value))
-        if value == "/proc" or re.search(r"/proc/(?!self\b)", value):
-            add(node, "review", "other-processes", repr(value))
-        if SO_FILE.search(value):
-            add(node, "review", "native-code", repr(value))
-        if value in GRADER_STRINGS:
-            add(node, "review", "grader-internals", repr(value))
-
-    def _review_attribute(self, node, add, skip_module):
-        text = ast.unparse(node)
-        qual = self.qualname(node)
-        if id(node) not in skip_module and self.module_like(root_name(node) or ""):
-            self._recording(node, qual, text, add)
-            if recording(qual):
-                skip_module |= {id(n) for n in ast.walk(node.value)}
-        if node.attr in ATTR_CODE:
-            add(node, "review", ATTR_CODE[node.attr], text)
-        if qual in QUALNAME_CODE:
-            add(node, "review", QUALNAME_CODE[qual], text)
-        if (qual and id(node) not in skip_module and qual.split(".")[0] in MODULE_CODE
-                and self.module_like(root_name(node))):
-            add(node, "review", MODULE_CODE[qual.split(".")[0]], text)
-            skip_module |= {id(n) for n in ast.walk(node.value)}
-        if node.attr == "events" and (is_call_to(node.value, "get_ipython")
-                                      or (isinstance(node.value, ast.Name) and node.value.id in self.ipython)):
-            add(node, "review", "grader-internals", text)
-
-    def _recording(self, node, qual, text, add):
-        """A recording API (``scan_policy.recording``): flagged, and charged where a graded function reaches it."""
-        group = recording(qual)
-        if group:
-            add(node, "review", "recording", text)
-        if group == "charged":
-            add(node, "forbidden", RECORDED, text)
-
-    def _review_import(self, node, add):
-        for alias in node.names:
-            if isinstance(node, ast.Import):
-                modules, qual = [alias.name], alias.name
-            else:
-                modules, qual = [node.module or ""], f"{node.module or ''}.{alias.name}"
-                if family(alias.name):
-                    add(node, "forbidden", family(alias.name), qual)
-            self._recording(node, qual if recording(qual) else modules[0], f"import {qual}", add)
-            codes = [family(part) for part in qual.split(".")] if isinstance(node, ast.Import) else []
-            if any(codes):
-                add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", qual)
-            top = modules[0].split(".")[0]
-            if top in MODULE_CODE:
-                add(node, "review", MODULE_CODE[top], f"import {modules[0]}")
-            if qual in QUALNAME_CODE or alias.name in ATTR_CODE:
-                add(node, "review", QUALNAME_CODE.get(qual) or ATTR_CODE[alias.name], qual)
-
-    def _review_call(self, node, add):
-        func, args = node.func, node.args
-        if isinstance(func, ast.Name) and func.id in ("getattr", "setattr", "delattr") and args:
-            if len(args) >= 2 and not (isinstance(args[1], ast.Constant) and isinstance(args[1].value, str)):
-                add(node, "review", "dynamic-code", f"{func.id}(…, {ast.unparse(args[1])})")
-            if func.id != "getattr" and (self.qualname(args[0]) == "sys.modules"
-                                         or (isinstance(args[0], ast.Name) and self.module_like(args[0].id))):
-                add(node, "review", "module-edit", f"{func.id}({ast.unparse(args[0])}, …)")
-        if not isinstance(func, ast.Attribute):
-            return
-        if func.attr in MODULE_MUTATORS and self.qualname(func.value) == "sys.modules":
-            add(node, "review", "module-edit", ast.unparse(func))
-        if func.attr in MODULE_MUTATORS and is_call_to(func.value, "globals", "vars"):
-            add(node, "review", "dynamic-code", ast.unparse(func))
-        if self.qualname(func) == "os.set_blocking" and args and (
-                (isinstance(args[0], ast.Constant) and args[0].value in (0, 1, 2))
-                or re.search(r"std(in|out|err)", ast.unparse(args[0]))):
-            add(node, "review", "process-limits", ast.unparse(node))
-        if is_ipython_call(node, "system", "getoutput"):
-            add(node, "review", "dynamic-code", "!" + (folded_string(args[0]) or "…") if args else "!")
-        if is_ipython_call(node, "run_line_magic", "run_cell_magic") and args:
-            name = folded_string(args[0])
-            if name is None or name in FOREIGN_MAGICS:
-                add(node, "review", "dynamic-code", ("%%" if func.attr == "run_cell_magic" else "%") + str(name))
-
-    def _review_target(self, target, add):
-        """Assignment or deletion targets: sys.modules, module attributes, globals()[...]."""
-        if isinstance(target, ast.Subscript):
-            if self.qualname(target.value) == "sys.modules":
-                add(target, "review", "module-edit", "sys.modules[...]")
-            elif is_call_to(target.value, "globals", "vars"):
-                add(target, "review", "dynamic-code", f"{target.value.func.id}()[...]")
-        elif isinstance(target, ast.Attribute):
-            root = root_name(target)
-            if self.qualname(target) == "sys.modules" or (root and self.module_like(root)):
-                add(target, "review", "module-edit", ast.unparse(target))

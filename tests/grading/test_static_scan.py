@@ -448,3 +448,22 @@ def test_a_thread_makes_a_forbidden_use_anywhere_count_for_every_function():
     result = scan(cells(source, HAND_SOFTMAX), FUNCTIONS)
     assert codes(result, "softmax") == {"softmax-builtin"} and codes(result, "attention_scores") == {"softmax-builtin"}
     assert {"threads", "recording"} <= {f.code for f in result.review}
+
+
+@pytest.mark.parametrize("source, code", [
+    ('_settings = dict(softmax="by hand")\n_t = torch\n_impl = getattr(_t._refs.softmax, "__wrapped__")\n'
+     "def softmax(x, dim=-1):\n    return _impl(x, dim)", "softmax-builtin"),
+    ('_refs = getattr(torch, "_refs")\ndef softmax(x, dim=-1):\n    return _refs.exp(x)', "softmax-builtin"),
+])
+def test_a_name_bound_to_a_module_is_read_as_that_module(source, code):
+    result = scan(cells(source), FUNCTIONS)
+    assert codes(result, "softmax") == {code}
+
+
+@pytest.mark.parametrize("source, category", [
+    ('f = getattr(scale_scores, "__wrapped__")', "introspection"),
+    ('import sys\nsys.path.insert(0, "/tmp")', "module-edit"),
+    ('with open("/tmp/helper.py", "w") as fh:\n    fh.write("x = 1")', "dynamic-code"),
+])
+def test_ways_to_reach_code_the_scan_cannot_read_are_flagged(source, category):
+    assert category in {f.code for f in scan(cells(source), FUNCTIONS).review}

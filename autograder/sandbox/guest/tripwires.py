@@ -19,7 +19,9 @@ once).
 """
 import functools
 import importlib
+import inspect
 import os
+import site
 import sys
 import threading
 import warnings
@@ -40,9 +42,7 @@ def wrap_python(runner) -> None:
     """
     import torch
 
-    def tripwire(name: str, original: Callable) -> Callable:
-        # wraps(): torch looks some of these up again through `__wrapped__` and friends.
-        @functools.wraps(original)
+    def guard(name: str, original: Callable) -> Callable:
         def guarded(*args, **kwargs):
             if runner.blocking or threading.current_thread() is not threading.main_thread():
                 if runner.permits(sys._getframe(1)):
@@ -52,6 +52,19 @@ def wrap_python(runner) -> None:
                 raise ForbiddenAPIError(f"评分时禁止使用 {name}：请自己实现这一步。")
             return original(*args, **kwargs)
         return guarded
+
+    def tripwire(name: str, original: Callable) -> Callable:
+        # Torch reads some of these again through `__wrapped__` (signatures, decorators): it leads to a
+        # second guard, never to the original, which a student could otherwise call unguarded.
+        inner = functools.update_wrapper(guard(name, original), original)
+        del inner.__wrapped__
+        try:
+            inner.__signature__ = inspect.signature(original)
+        except (TypeError, ValueError):  # a builtin without a signature
+            pass
+        outer = functools.update_wrapper(guard(name, original), original)
+        outer.__wrapped__ = inner
+        return outer
 
     for path in PY_NAMESPACES:
         try:
@@ -119,6 +132,16 @@ def install_aten(runner) -> dict:
     return libraries
 
 
+def _trusted_prefixes() -> tuple:
+    """Where the interpreter, the installed packages and the guest files live: read-only in the sandbox."""
+    places = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.abspath(__file__)),
+              *site.getsitepackages(), *(p for p in sys.path if "site-packages" in p)}
+    return tuple(os.path.join(os.path.realpath(p), "") for p in places if p)
+
+
+TRUSTED_PREFIXES = _trusted_prefixes()
+
+
 class StudentCodeWatch:
     """Which code is the student's; as a profile hook (inside a permitted built-in call), armed while it runs."""
 
@@ -126,11 +149,14 @@ class StudentCodeWatch:
         self.runner, self.depth, self.kinds = runner, 0, {}
 
     def is_students(self, filename: str) -> bool:
+        """Anything but a provided cell's code or a file of the Python installation (or of the guest):
+        a file the student wrote to scratch or /tmp and imported is the student's too."""
         kind = self.kinds.get(filename)
         if kind is None:
             runner = self.runner
             kind = filename in runner.student_files or not (
-                filename in runner.provided_files or filename.startswith("<frozen ") or os.path.isfile(filename))
+                filename in runner.provided_files or filename.startswith("<frozen ")
+                or os.path.realpath(filename).startswith(TRUSTED_PREFIXES))
             self.kinds[filename] = kind
         return kind
 

@@ -1,0 +1,148 @@
+"""The static scan's rules for what one node means: strings used as names, attributes, imports, calls, targets.
+
+A mixin of `static_scan._Scanner`, which walks the statements and keeps the
+name graph; the tables these rules apply are in ``scan_policy.py``.
+"""
+import ast
+import re
+
+from .scan_ast import folded_string, is_call_to, is_ipython_call, root_name, short
+from .scan_policy import (
+    ATTR_CODE,
+    FOREIGN_MAGICS,
+    GRADER_STRINGS,
+    MODULE_CODE,
+    MODULE_MUTATORS,
+    QUALNAME_CODE,
+    SO_FILE,
+    family,
+    recording,
+)
+
+# The code of a forbidden finding that is a recording API (see `scan_policy.RECORDING_CHARGED`) until
+# `static_scan.scan` knows which graded function reaches it.
+RECORDED = "recorded"
+
+
+class ReviewRules:
+    """Needs `qualname`, `module_like` and the first pass's `aliases` (see `static_scan._Scanner`)."""
+
+    def _string(self, node, value, add, python=True, name=False):
+        """Family names in strings used as names; /proc, .so and the runner's module names in any text.
+
+        A string is a name when a lookup gets it (`getattr(torch, "softmax")`,
+        `vars(F)["softmax"]`) or when it is a torch or aten path; elsewhere
+        (`cache["softmax"]`, a message) it is text and costs nothing.
+        """
+        token = value.strip()
+        path = "::" in token or token.startswith(("torch.", "aten.", "ops."))
+        if python and path and not re.search(r"\s", token):
+            self._recording(node, token, repr(value), add)  # importlib.import_module("torch._decomp")
+        if python and not re.search(r"\s", token) and (name or path):
+            parts = re.split(r"\.|::", token)
+            codes = [family(p) for p in (parts if path else parts[-1:]) if p.isidentifier()]
+            if any(codes):
+                add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", repr(value))
+        if value == "/proc" or re.search(r"/proc/(?!self\b)", value):
+            add(node, "review", "other-processes", repr(value))
+        if SO_FILE.search(value):
+            add(node, "review", "native-code", repr(value))
+        if value in GRADER_STRINGS:
+            add(node, "review", "grader-internals", repr(value))
+
+    def _review_attribute(self, node, add, skip_module):
+        text = ast.unparse(node)
+        qual = self.qualname(node)
+        if id(node) not in skip_module and self.module_like(root_name(node) or ""):
+            self._recording(node, qual, text, add)
+            if recording(qual):
+                skip_module |= {id(n) for n in ast.walk(node.value)}
+        if node.attr in ATTR_CODE:
+            add(node, "review", ATTR_CODE[node.attr], text)
+        if qual in QUALNAME_CODE:
+            add(node, "review", QUALNAME_CODE[qual], text)
+        if (qual and id(node) not in skip_module and qual.split(".")[0] in MODULE_CODE
+                and self.module_like(root_name(node))):
+            add(node, "review", MODULE_CODE[qual.split(".")[0]], text)
+            skip_module |= {id(n) for n in ast.walk(node.value)}
+        if node.attr == "events" and (is_call_to(node.value, "get_ipython")
+                                      or (isinstance(node.value, ast.Name) and node.value.id in self.ipython)):
+            add(node, "review", "grader-internals", text)
+
+    def _recording(self, node, qual, text, add):
+        """A recording API (``scan_policy.recording``): flagged, and charged where a graded function reaches it."""
+        group = recording(qual)
+        if group:
+            add(node, "review", "recording", text)
+        if group == "charged":
+            add(node, "forbidden", RECORDED, text)
+
+    def _review_import(self, node, add):
+        for alias in node.names:
+            if isinstance(node, ast.Import):
+                modules, qual = [alias.name], alias.name
+            else:
+                modules, qual = [node.module or ""], f"{node.module or ''}.{alias.name}"
+                if family(alias.name):
+                    add(node, "forbidden", family(alias.name), qual)
+            self._recording(node, qual if recording(qual) else modules[0], f"import {qual}", add)
+            codes = [family(part) for part in qual.split(".")] if isinstance(node, ast.Import) else []
+            if any(codes):
+                add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", qual)
+            top = modules[0].split(".")[0]
+            if top in MODULE_CODE:
+                add(node, "review", MODULE_CODE[top], f"import {modules[0]}")
+            if qual in QUALNAME_CODE or alias.name in ATTR_CODE:
+                add(node, "review", QUALNAME_CODE.get(qual) or ATTR_CODE[alias.name], qual)
+
+    def _review_call(self, node, add):
+        func, args = node.func, node.args
+        if isinstance(func, ast.Name) and func.id in ("getattr", "hasattr") and len(args) >= 2 \
+                and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
+            attr = args[1].value  # getattr(f, "__wrapped__") reads what f.__wrapped__ would
+            if attr in ATTR_CODE:
+                add(node, "review", ATTR_CODE[attr], f"{func.id}(…, {attr!r})")
+            owner = self.qualname(args[0])
+            if owner and self.module_like(root_name(args[0]) or ""):
+                self._recording(node, f"{owner}.{attr}", short(ast.unparse(node)), add)
+        if isinstance(func, ast.Attribute) and func.attr in ("insert", "append", "extend") \
+                and self.qualname(func.value) == "sys.path":
+            add(node, "review", "module-edit", ast.unparse(func))  # then an import may load any file
+        if (is_call_to(node, "open") or (isinstance(func, ast.Attribute) and func.attr in ("write_text", "open"))) \
+                and any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith((".py", ".pyc"))
+                        for n in ast.walk(node)):
+            add(node, "review", "dynamic-code", short(ast.unparse(node)))  # Python source written to disk
+        if isinstance(func, ast.Name) and func.id in ("getattr", "setattr", "delattr") and args:
+            if len(args) >= 2 and not (isinstance(args[1], ast.Constant) and isinstance(args[1].value, str)):
+                add(node, "review", "dynamic-code", f"{func.id}(…, {ast.unparse(args[1])})")
+            if func.id != "getattr" and (self.qualname(args[0]) == "sys.modules"
+                                         or (isinstance(args[0], ast.Name) and self.module_like(args[0].id))):
+                add(node, "review", "module-edit", f"{func.id}({ast.unparse(args[0])}, …)")
+        if not isinstance(func, ast.Attribute):
+            return
+        if func.attr in MODULE_MUTATORS and self.qualname(func.value) == "sys.modules":
+            add(node, "review", "module-edit", ast.unparse(func))
+        if func.attr in MODULE_MUTATORS and is_call_to(func.value, "globals", "vars"):
+            add(node, "review", "dynamic-code", ast.unparse(func))
+        if self.qualname(func) == "os.set_blocking" and args and (
+                (isinstance(args[0], ast.Constant) and args[0].value in (0, 1, 2))
+                or re.search(r"std(in|out|err)", ast.unparse(args[0]))):
+            add(node, "review", "process-limits", ast.unparse(node))
+        if is_ipython_call(node, "system", "getoutput"):
+            add(node, "review", "dynamic-code", "!" + (folded_string(args[0]) or "…") if args else "!")
+        if is_ipython_call(node, "run_line_magic", "run_cell_magic") and args:
+            name = folded_string(args[0])
+            if name is None or name in FOREIGN_MAGICS:
+                add(node, "review", "dynamic-code", ("%%" if func.attr == "run_cell_magic" else "%") + str(name))
+
+    def _review_target(self, target, add):
+        """Assignment or deletion targets: sys.modules, module attributes, globals()[...]."""
+        if isinstance(target, ast.Subscript):
+            if self.qualname(target.value) in ("sys.modules", "sys.path"):
+                add(target, "review", "module-edit", f"{self.qualname(target.value)}[...]")
+            elif is_call_to(target.value, "globals", "vars"):
+                add(target, "review", "dynamic-code", f"{target.value.func.id}()[...]")
+        elif isinstance(target, ast.Attribute):
+            root = root_name(target)
+            if self.qualname(target) in ("sys.modules", "sys.path") or (root and self.module_like(root)):
+                add(target, "review", "module-edit", ast.unparse(target))
