@@ -21,6 +21,7 @@ from typing import BinaryIO, Iterable, NoReturn, Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wire  # noqa: E402
 
+GUEST_DIR = os.path.dirname(os.path.abspath(__file__))
 MAX_STREAM_CHARS_PER_CELL = 20_000
 MAX_DISPLAY_BYTES_PER_CELL = 2 * 2**20
 
@@ -72,6 +73,9 @@ class Runner:
             display_pub_class = Publisher
 
             def _showtraceback(self, etype, evalue, stb):
+                # Frames of the guest's own files (a tripwire raising) say nothing to the student, and
+                # their paths would differ from one course directory to the next.
+                stb = [entry for entry in stb if GUEST_DIR not in entry]
                 runner._add_output({"output_type": "error", "ename": etype.__name__,
                                     "evalue": wire.short(evalue), "traceback": stb[-40:]})
 
