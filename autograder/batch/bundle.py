@@ -88,5 +88,17 @@ def make_bundle(app: AutogradeApp, assignment: str, nbgrader_args: Iterable[str]
         digest.update(rel.encode() + files[rel][0])
     digest.update(json.dumps(list(nbgrader_args)).encode())
     return {"assignment": assignment, "files": files, "gradebook": gradebook, "nbgrader_args": list(nbgrader_args),
-            "token": digest.hexdigest()[:16]}
+            "token": digest.hexdigest()[:16], "calibration": calibration_place(app)}
+
+
+def calibration_place(app: AutogradeApp) -> dict:
+    """Where this course keeps its reference timings, and on which host: workers on that host share them
+    (``nbgrader/calibration_file.py``); a worker elsewhere measures in its private copy."""
+    import socket
+
+    from ..nbgrader import SandboxedExecute
+    from ..nbgrader.calibration_file import default_directory
+
+    directory = SandboxedExecute(parent=app).calibration_directory or default_directory(app)
+    return {"directory": os.path.abspath(os.path.join(app.coursedir.root, directory)), "host": socket.gethostname()}
 

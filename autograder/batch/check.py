@@ -45,7 +45,7 @@ def check_notebook(course: Union[str, os.PathLike], notebook: Union[str, os.Path
     print(f"grading {path} as {name}.ipynb of {assignment}, student {student!r} (not saved to the gradebook)",
           file=sys.stderr)
     started = time.perf_counter()
-    grader = Grader(make_bundle(app, assignment, extra), prewarm=False)
+    grader = Grader(make_bundle(app, assignment, extra))  # runners from a warm zygote
     try:
         result = grader.grade({"student": student, "files": {f"{name}.ipynb": (Path(path).read_bytes(), 0o644)}})
     finally:
