@@ -3,7 +3,9 @@
 A bundle is the course's config, source and release plus a consistent
 snapshot of the gradebook, so a worker (a local process, or a dask worker
 on another machine) grades in a private course directory and never opens
-the real one.  Submissions and results travel as {relative path: (bytes, mode)}.
+the real one -- except, on the course's own host, the directory where the
+course keeps its reference timings (``nbgrader/calibration_file.py``), which
+the workers share.  Submissions and results travel as {relative path: (bytes, mode)}.
 """
 from __future__ import annotations
 
