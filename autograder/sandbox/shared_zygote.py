@@ -43,6 +43,13 @@ class ProcessRunners:
         self.log = logger
         self.idle_seconds = idle_seconds
         self._timer = None  # closes an idle zygote (a long-lived Jupyter server should not keep one forever)
+        self.announced = False
+
+    def announce(self) -> None:
+        """Say once, in the grading log, where this process's runners come from."""
+        if not self.announced:
+            self.announced = True
+            self.log.info("runners are forked from one warm zygote, kept for this whole process")
 
     @property
     def handed(self) -> int:
@@ -103,11 +110,13 @@ def process_runners(limits: launcher.Limits, require_isolation: bool, logger: Op
     """This process's runner source (made and warmed on first use), or None where no zygote can run
     (bubblewrap without a pid namespace): then every session starts a fresh runner, as the log says once."""
     global _shared, _announced_fallback
-    logger = logger or log
     with _lock:
         if _shared is not None:
-            _shared.log, _shared.idle_seconds = logger, idle_seconds
+            if logger is not None:
+                _shared.log, _shared.idle_seconds = logger, idle_seconds
+                _shared.announce()
             return _shared
+        logger = logger or log
         if not ForkServer.usable():
             if not _announced_fallback:
                 _announced_fallback = True
@@ -118,8 +127,18 @@ def process_runners(limits: launcher.Limits, require_isolation: bool, logger: Op
         _shared = ProcessRunners(server, logger, idle_seconds)
         atexit.register(_close_shared)
         server.warm()
-        logger.info("runners are forked from one warm zygote, kept for this whole process")
+        if logger is not log:
+            _shared.announce()
         return _shared
+
+
+def start_early() -> None:
+    """Start this process's zygote now, with the default runner settings, so that it warms up while the
+    process goes on importing (``nbgrader autograde`` calls this as it reads ``nbgrader_config.py``).
+    Sessions configured otherwise get a new zygote at their first runner (`forkserver.ForkServer.take`).
+    Where no zygote can run, nothing: the first session says so in the grading log."""
+    if ForkServer.usable():
+        process_runners(launcher.Limits(), False)
 
 
 def _close_shared():
