@@ -152,3 +152,27 @@ def test_one_zygote_per_process_shared_by_its_sessions_and_not_by_a_forked_child
     assert first[1] and second[1] and in_child[1] and third[1]  # every runner forked from a zygote
     assert first[2] == second[2] == third[2] and second[0] > first[0] and third[0] > second[0]  # one zygote
     assert in_child[0] == 7  # the child's own new zygote: its first runner
+
+
+LIMIT = "import resource\nprint('SEEN', resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20)"
+
+
+@needs_bwrap
+@pytest.mark.parametrize("command", ["nbgrader autograde", "sdpa-course autograde"])
+def test_a_zygote_started_early_never_serves_a_course_configured_otherwise(tmp_path, command):
+    """Both commands start a zygote before they read the course, with the default limits; a course that asks
+    for others gets runners with its own (the early zygote is replaced at the first runner)."""
+    root = _course(tmp_path, {"s1": [LIMIT]})
+    option = "--SandboxedExecute.memory_mb=5000"
+    if command == "nbgrader autograde":
+        done = _autograde(root, option)
+    else:
+        done = subprocess.run([sys.executable, "-m", "autograder.cli", "autograde", course.ASSIGNMENT, "--workers",
+                               "1", *FAST_LIMITS, option], cwd=root, env=course.nbgrader_env(), capture_output=True,
+                              text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    nb = json.loads((root / "autograded" / "s1" / course.ASSIGNMENT / f"{course.ASSIGNMENT}.ipynb").read_text())
+    seen = [line for cell in nb["cells"] if cell["cell_type"] == "code" for out in cell.get("outputs", [])
+            if out.get("output_type") == "stream" for line in "".join(out["text"]).splitlines()
+            if line.startswith("SEEN ")]
+    assert seen == ["SEEN 5000"]
