@@ -176,3 +176,28 @@ def test_a_zygote_started_early_never_serves_a_course_configured_otherwise(tmp_p
             if out.get("output_type") == "stream" for line in "".join(out["text"]).splitlines()
             if line.startswith("SEEN ")]
     assert seen == ["SEEN 5000"]
+
+
+@needs_bwrap
+def test_an_idle_zygote_is_stopped_and_the_next_session_gets_a_new_one():
+    """A Jupyter server (formgrader) keeps the process's zygote only `zygote_idle_seconds` after a runner."""
+    import time
+
+    shared_zygote.close()
+    try:
+        source = shared_zygote.process_runners(launcher.Limits(), False, logging.getLogger("idle"), idle_seconds=1.0)
+        with StudentSession(["a = 1"], runner_source=source) as s:
+            s.run_notebook()
+            assert isinstance(s.proc, forkserver.ForkedRunner) and s.get("a") == 1
+            time.sleep(1.5)  # past the idle time while the runner is still out: kept
+            assert source.server._zygote is not None
+        deadline = time.monotonic() + 10
+        while source.server._zygote is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert source.server._zygote is None and source.server.zygotes == 1
+        with StudentSession(["b = 2"], runner_source=source) as s:
+            s.run_notebook()
+            assert isinstance(s.proc, forkserver.ForkedRunner) and s.get("b") == 2
+        assert source.server.zygotes == 2
+    finally:
+        shared_zygote.close()
