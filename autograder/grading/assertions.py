@@ -26,13 +26,20 @@ TOLERANCE_KEY = "tolerance"
 
 
 class CheckFailed(AssertionError):
-    """A check failed for a reason we can explain to the student."""
+    """A check failed for a reason we can explain to the student.
 
-    def __init__(self, message: str, codes: Iterable[str] = (), example: Optional[dict] = None) -> None:
+    `explained_by`: codes that account for the whole failure and live in other parts (a dtype mistake in a
+    value check, a missing tuple in a check that reads only the output).  With each mistake charged once,
+    the check keeps its points if those parts charged them (``hidden_checks.settle_charges``).
+    """
+
+    def __init__(self, message: str, codes: Iterable[str] = (), example: Optional[dict] = None,
+                 explained_by: Iterable[str] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.codes = list(dict.fromkeys(codes))
         self.example = example or {}
+        self.explained_by = list(dict.fromkeys(explained_by))
 
 
 def attention_pair(value: Any) -> Optional[tuple]:
@@ -64,14 +71,19 @@ def require_ok(result: CallResult, what: str) -> Any:
         names = ", ".join(dict.fromkeys(result.forbidden))
         raise CheckFailed(f"{what}：调用了评分时禁止的 API（{names}）。", forbidden_codes(result.forbidden))
     if not result.ok:
-        codes = []
-        text = f"{result.ename} {result.evalue}"
-        if "without overflow" in text or "overflow" in text.lower():
-            codes.append("half-overflow")
-        if "is not on the expected device" in text or "Expected all tensors to be on the same device" in text:
-            codes.append("device-mismatch")
-        raise CheckFailed(f"{what}：{result.describe()}", codes)
+        raise CheckFailed(f"{what}：{result.describe()}", text_codes(f"{result.ename} {result.evalue}"))
     return result.value
+
+
+def text_codes(text: str) -> list[str]:
+    """Codes an exception's text names: PyTorch's own message for a fill value float16 cannot hold, or for
+    tensors on two devices."""
+    codes = []
+    if "overflow" in text.lower():
+        codes.append("half-overflow")
+    if "is not on the expected device" in text or "Expected all tensors to be on the same device" in text:
+        codes.append("device-mismatch")
+    return codes
 
 
 def _describe_args(args, kwargs):
@@ -147,7 +159,7 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
         pair = attention_pair(value)
         if pair is None:
             raise CheckFailed(f"{what}：应返回 (output, weights) 两个张量，实际返回 {_form(value)}。",
-                              ["returns-not-tuple"])
+                              ["returns-not-tuple"], explained_by=["returns-not-tuple"] if select == 0 else [])
         value = pair[select]
     if not isinstance(value, TensorSpec):
         raise CheckFailed(f"{what}：应返回 torch.Tensor，实际返回 {value!r:.80}。")
@@ -162,7 +174,8 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
     want_dtype = str(dtype if dtype is not None else expected.dtype).replace("torch.", "")
     if value.dtype != want_dtype:
         raise CheckFailed(f"{what}：输出 dtype 应与输入一致（{want_dtype}），实际为 {value.dtype}。",
-                          ["dtype-changed"], example)
+                          ["dtype-changed"], example, explained_by=_dtype_only(function, args, kwargs, select,
+                                                                                value, expected, dtype))
     if not value.device.startswith(device):
         raise CheckFailed(f"{what}：输出应在输入所在的设备 {device} 上，实际在 {value.device}。",
                           ["device-mismatch"], example)
@@ -225,6 +238,18 @@ def expect_explained(result: CallResult, expected: torch.Tensor, *, function: st
                                                                  equal_nan=True).all()):
             return value
     raise CheckFailed(f"{what}：在 CPU 上的结果既不正确，也不是已诊断的错误，设备与精度的检查无法评分。")
+
+
+def _dtype_only(function, args, kwargs, select, value, expected, dtype) -> list[str]:
+    """["dtype-changed"] when the values are right at the precision returned: the dtype is then the only
+    mistake of this output (the device and dtype part grades it)."""
+    if dtype is not None or value.tensor is None or function not in cases.REFERENCES \
+            or tuple(value.shape) != tuple(expected.shape) or not value.tensor.is_floating_point():
+        return []
+    probe = value.tensor.dtype if value.tensor.dtype in (torch.float32, torch.float16, torch.bfloat16) \
+        else torch.float64
+    tol = cases.tolerance(cases.REFERENCES[function], args, probe, select=select, **kwargs)
+    return ["dtype-changed"] if tolerances.close(value.tensor, expected, tol) else []
 
 
 def _shape_codes(function, diag_args, value, select):

@@ -8,6 +8,7 @@ process never executes student code: the session does that in the sandbox.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -43,9 +44,11 @@ class CheckResult:
     codes: list = field(default_factory=list)
     example: dict = field(default_factory=dict)
     grader_error: bool = False
-    # Passed as a composition: the differences from PyTorch come from these codes,
-    # charged in the helpers' own parts (see composition.py).
+    # Passed because its differences from PyTorch come from these codes, charged in their own
+    # parts (see composition.py); `settle_charges` confirms or withdraws that credit.
     charged_elsewhere: list = field(default_factory=list)
+    # What the check reported when it failed, restored if the credit is withdrawn.
+    failure: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -106,10 +109,10 @@ class _Plugin:
         if report.skipped:
             return  # e.g. CUDA checks on a CPU-only grader: neither pass nor fail
         if report.when == "call" or (report.when == "setup" and report.failed):
-            self.results[item.nodeid] = self._result(item, call)
+            self.results[item.nodeid] = self._result(item, call, self._context.get("charge_once", True))
 
     @staticmethod
-    def _result(item, call):
+    def _result(item, call, charge_once):
         marker = item.get_closest_marker("points")
         max_points = float(marker.args[0]) if marker else 0.0
         doc = (getattr(item.function, "__doc__", None) or item.name).strip().splitlines()[0]
@@ -119,10 +122,13 @@ class _Plugin:
         exc = call.excinfo.value
         if isinstance(exc, ExplainedElsewhere):
             return CheckResult(points=max_points, passed=True, message=exc.message,
-                               charged_elsewhere=exc.codes, **base)
+                               charged_elsewhere=exc.codes, failure=exc.failure, **base)
         if isinstance(exc, CheckFailed):
-            return CheckResult(points=0.0, passed=False, message=exc.message, codes=exc.codes,
-                               example=exc.example, **base)
+            failure = dict(message=exc.message, codes=exc.codes, example=exc.example)
+            if exc.explained_by and charge_once:
+                return CheckResult(points=max_points, passed=True, message=exc.message,
+                                   charged_elsewhere=exc.explained_by, failure=failure, **base)
+            return CheckResult(points=0.0, passed=False, **failure, **base)
         log.error("check %s crashed inside the grader: %r", item.nodeid, exc)
         return CheckResult(points=0.0, passed=False, grader_error=True,
                            message=f"评分器内部错误（{type(exc).__name__}），请联系助教。", **base)
@@ -135,8 +141,11 @@ def _part_of(item):
 
 
 def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str], *, seed_key: Sequence[object],
-               context: Optional[dict] = None) -> dict[str, PartResult]:
-    """Grade `parts` against a live session; returns {part: PartResult}."""
+               context: Optional[dict] = None, settle: bool = True) -> dict[str, PartResult]:
+    """Grade `parts` against a live session; returns {part: PartResult}.
+
+    `settle` decides the credit of checks explained by codes charged elsewhere (`settle_charges`).
+    """
     plugin = _Plugin(student, parts, seed_key, context or {})
     args = [str(CHECKS_DIR), "-c", os.devnull, "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:warnings",
             # these two force a full gc.collect() around every test, a large share of the checks' time
@@ -153,28 +162,80 @@ def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str
     results = {part: PartResult(part) for part in parts}
     for res in plugin.results.values():
         results.setdefault(res.part, PartResult(res.part)).checks.append(res)
-    _require_charged(results)
+    if settle:
+        settle_charges(results, seed_key, context or {})
     return results
 
 
-def _require_charged(results):
-    """A check that passed as a composition keeps its points only if the helper where the mistake
-    lives (``composition.HOME``) really charged it: a failing check of that part names the code.
+def settle_charges(results: dict, seed_key: Sequence[object], context: dict) -> None:
+    """Decide the credit of every check that passed because its differences are charged elsewhere.
 
-    The composite sees the helper's misconception on its own inputs; a helper whose own
-    checks never show it (it misbehaves only on the composite's inputs) has charged nothing.
+    A code pays for such a check only if the part where it lives (``composition.HOME``) charged it: a
+    failing check of that part names the code, and that part lost at least what it takes from an honest
+    holder of the code on the same seed (`honest_loss`).  Otherwise the check fails here, naming the
+    codes.  A helper that misbehaves only where the composite calls it, or is wrong on one cheap check
+    alone, or a composite with a bug of its own, therefore never scores more than the honest student.
     """
+    candidates = [(result.part, check) for result in results.values() for check in result.checks
+                  if check.passed and check.charged_elsewhere]
+    # A code whose home is the check's own part: another check of that part must charge it for real.
+    own = [(part, check) for part, check in candidates if any(HOME.get(c) == part for c in check.charged_elsewhere)]
+    _settle(results, own, seed_key, context)
+    # Then the others, against the home parts as they now stand (with every credit still standing,
+    # their losses are the lowest they can be, so no later decision can undo a gate that passed).
+    _settle(results, [c for c in candidates if c not in own and c[1].passed], seed_key, context)
+
+
+def _settle(results, candidates, seed_key, context):
     charged = {}  # code -> parts whose failing checks name it
     for result in results.values():
         for check in result.checks:
             for code in check.codes if not check.passed else ():
                 charged.setdefault(code, set()).add(result.part)
-    for result in results.values():
-        for check in result.checks:
-            missing = [code for code in check.charged_elsewhere
-                       if HOME.get(code) not in charged.get(code, set()) - {result.part}]
-            if check.passed and missing:
-                check.passed, check.points, check.charged_elsewhere = False, 0.0, []
-                check.codes = list(missing)
-                check.message = (f"与 PyTorch 的结果不同；差异来自辅助函数中的 {''.join(f'[{c}]' for c in missing)}，"
-                                 "但那个函数自己的检查没有发现它，所以在这里扣分。")
+    lost = {part: result.max_points - result.points for part, result in results.items()}
+    decisions = []
+    for _part, check in candidates:
+        short = []
+        for code in check.charged_elsewhere:
+            home = HOME.get(code)
+            if home is None or home not in charged.get(code, set()):
+                short.append((code, None))
+            elif lost[home] + 1e-9 < honest_loss(code, home, tuple(seed_key), _frozen(context)):
+                short.append((code, home))
+        decisions.append((check, short))
+    for check, short in decisions:
+        if short:
+            _charge_here(check, short)
+
+
+def _charge_here(check: CheckResult, short: list) -> None:
+    """Withdraw a check's credit: it fails, with what it found (or, for a composite, why it is charged here)."""
+    codes = [code for code, _ in short]
+    homes = "、".join(dict.fromkeys(home for _, home in short if home))
+    why = (f"{homes} 自己的检查因它扣的分，少于真正有这个错误时应扣的分" if homes
+           else "它所在的那一部分没有因它扣分")
+    note = f"差异来自 {''.join(f'[{c}]' for c in codes)}，但{why}，所以在这里扣分。"
+    failure = check.failure or {"message": "与 PyTorch 的结果不同。", "codes": codes, "example": {}}
+    check.passed, check.points, check.charged_elsewhere = False, 0.0, []
+    check.codes = list(dict.fromkeys(list(failure["codes"]) + codes))
+    check.example = failure["example"]
+    own = all(home is None and HOME.get(code) == check.part for code, home in short)
+    check.message = failure["message"] if own else f"{failure['message']}\n{note}"
+
+
+def _frozen(context: dict) -> tuple:
+    return tuple(sorted((k, v) for k, v in context.items() if isinstance(v, (bool, int, float, str))))
+
+
+@functools.lru_cache(maxsize=256)
+def honest_loss(code: str, part: str, seed_key: tuple, context: tuple) -> float:
+    """Points `part` takes, on this seed, from a student whose only mistake is `code` (``honest``)."""
+    from . import honest
+    from .local_student import LocalStudent, reference_namespace
+
+    namespace = reference_namespace()
+    _, source = honest.SOURCES[code]
+    exec(compile(source, f"honest:{code}", "exec"), namespace)  # noqa: S102 - our own model of the mistake
+    result = run_checks(LocalStudent(namespace), [part], seed_key=seed_key, context=dict(context),
+                        settle=False)[part]
+    return result.max_points - result.points

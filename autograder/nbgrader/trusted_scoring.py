@@ -35,12 +35,12 @@ def _locate_events(nb, positions, events, info):
 class TrustedScoring(NbGraderPreprocessor):
     """Score grade cells from the session's results; no student code runs here."""
 
-    charge_each_mistake_once = Bool(False, help=(
-        "Charge a helper's mistake only in the helper's own part: a composite part (scaled_dot_product_attention "
-        "and the parts built on it) keeps its points when it equals the correct composition of the student's own "
-        "helpers and every difference from PyTorch is a misconception those helpers show. False: strict "
-        "end-to-end grading, every part compared with PyTorch alone. Off by default: helpers that keep state can "
-        "misbehave only inside the composition (see autograder/grading/composition.py).")).tag(config=True)
+    charge_each_mistake_once = Bool(True, help=(
+        "Charge each mistake once, in the part where it lives: a part that fails only because of a helper's "
+        "known misconception (scaled_dot_product_attention composed from the student's own helpers, the device "
+        "and dtype checks) keeps its points, provided the helper's own part charged that misconception at least "
+        "as much as it charges an honest holder of it (see autograder/grading/composition.py). False: strict "
+        "end-to-end grading, every part compared with PyTorch alone.")).tag(config=True)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         # The grading engine (torch, pytest) loads with the first notebook graded, not with every
