@@ -167,7 +167,7 @@ def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str
     return results
 
 
-def settle_charges(results: dict, seed_key: Sequence[object], context: dict) -> None:
+def settle_charges(results: dict, seed_key: Sequence[object], context: dict, yardstick: bool = True) -> None:
     """Decide the credit of every check that passed because its differences are charged elsewhere.
 
     A code pays for such a check only if the part where it lives (``composition.HOME``) charged it: a
@@ -180,13 +180,13 @@ def settle_charges(results: dict, seed_key: Sequence[object], context: dict) -> 
                   if check.passed and check.charged_elsewhere]
     # A code whose home is the check's own part: another check of that part must charge it for real.
     own = [(part, check) for part, check in candidates if any(HOME.get(c) == part for c in check.charged_elsewhere)]
-    _settle(results, own, seed_key, context)
+    _settle(results, own, seed_key, context, yardstick)
     # Then the others, against the home parts as they now stand (with every credit still standing,
     # their losses are the lowest they can be, so no later decision can undo a gate that passed).
-    _settle(results, [c for c in candidates if c not in own and c[1].passed], seed_key, context)
+    _settle(results, [c for c in candidates if c not in own and c[1].passed], seed_key, context, yardstick)
 
 
-def _settle(results, candidates, seed_key, context):
+def _settle(results, candidates, seed_key, context, yardstick):
     charged = {}  # code -> parts whose failing checks name it
     for result in results.values():
         for check in result.checks:
@@ -200,7 +200,7 @@ def _settle(results, candidates, seed_key, context):
             home = HOME.get(code)
             if home is None or home not in charged.get(code, set()):
                 short.append((code, None))
-            elif lost[home] + 1e-9 < honest_loss(code, home, tuple(seed_key), _frozen(context)):
+            elif yardstick and lost[home] + 1e-9 < honest_loss(code, home, tuple(seed_key), _frozen(context)):
                 short.append((code, home))
         decisions.append((check, short))
     for check, short in decisions:
@@ -236,6 +236,6 @@ def honest_loss(code: str, part: str, seed_key: tuple, context: tuple) -> float:
     namespace = reference_namespace()
     _, source = honest.SOURCES[code]
     exec(compile(source, f"honest:{code}", "exec"), namespace)  # noqa: S102 - our own model of the mistake
-    result = run_checks(LocalStudent(namespace), [part], seed_key=seed_key, context=dict(context),
-                        settle=False)[part]
-    return result.max_points - result.points
+    results = run_checks(LocalStudent(namespace), [part], seed_key=seed_key, context=dict(context), settle=False)
+    settle_charges(results, seed_key, dict(context), yardstick=False)  # the honest holder is its own yardstick
+    return results[part].max_points - results[part].points
