@@ -18,6 +18,8 @@ from ..notebook.cells import grade_id, is_test_cell, nbgrader_meta, part_of, stu
 from .state import EXECUTION, Shared
 
 log = logging.getLogger(__name__)
+# Notebook metadata key of the root-cause summary ({"text", "html"}) that the feedback page opens with.
+SUMMARY_KEY = "sdpa_root_causes"
 
 
 def _locate_events(nb, positions, events, info):
@@ -85,18 +87,16 @@ class TrustedScoring(NbGraderPreprocessor):
         return nb, resources
 
     def _summarise(self, nb, results, parts):
-        """The "先修这里" summary, as the first output of the notebook's first code cell (top of the feedback)."""
+        """The "先修这里" summary, kept in the notebook's metadata: the feedback page shows it first."""
         from ..grading import feedback, root_causes
 
         causes = root_causes.root_causes(results, parts)
+        nb.metadata.pop(SUMMARY_KEY, None)
         if causes:
-            labels = {part_of(c): grade_id(c) or part_of(c) for c in nb.cells if is_test_cell(c)}
-            labels = {p: f"{p}（{g}）" if g != p else p for p, g in labels.items()}
-            first = next((c for c in nb.cells if c.cell_type == "code"), None)
-            if first is not None:
-                summary = _display(root_causes.render_text(causes, labels),
-                                   feedback.STYLE + root_causes.render_html(causes, labels))
-                first.outputs = [summary] + list(first.outputs)
+            cells = {part_of(c): grade_id(c) or part_of(c) for c in nb.cells if is_test_cell(c)}
+            labels = {p: f"{p}（{g}）" if g != p else p for p, g in cells.items()}
+            nb.metadata[SUMMARY_KEY] = {"text": root_causes.render_text(causes, labels),
+                                        "html": feedback.STYLE + root_causes.render_html(causes, labels, cells)}
         return causes
 
     def _score_cell(self, cell, results, events):
