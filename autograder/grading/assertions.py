@@ -9,6 +9,7 @@ plugin turns that into feedback.  Nothing here runs student code.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 import torch
@@ -25,6 +26,16 @@ if TYPE_CHECKING:
 TOLERANCE_KEY = "tolerance"
 
 
+@dataclass
+class Replay:
+    """How to call a function again: what a failed tensor comparison needs to be shrunk (``shrink``)."""
+
+    function: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    select: Optional[int] = None
+
+
 class CheckFailed(AssertionError):
     """A check failed for a reason we can explain to the student.
 
@@ -34,12 +45,13 @@ class CheckFailed(AssertionError):
     """
 
     def __init__(self, message: str, codes: Iterable[str] = (), example: Optional[dict] = None,
-                 explained_by: Iterable[str] = ()) -> None:
+                 explained_by: Iterable[str] = (), replay: Optional[Replay] = None) -> None:
         super().__init__(message)
         self.message = message
         self.codes = list(dict.fromkeys(codes))
         self.example = example or {}
         self.explained_by = list(dict.fromkeys(explained_by))
+        self.replay = replay  # the call to shrink into a smaller failing example
 
 
 def attention_pair(value: Any) -> Optional[tuple]:
@@ -168,9 +180,13 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
     example = {"输入": _describe_args(args, kwargs), "期望形状": list(expected.shape), "你的形状": list(value.shape)}
     tol = tol or cases.default_tolerance(function, args, kwargs, select) or tolerances.floor_for(torch.float64)
     diag_args = diagnose_with or (args, kwargs)
+    # A plain float64 call on the CPU can be replayed on smaller inputs to shrink the example.
+    replay = Replay(function, tuple(args), dict(kwargs), select) if (
+        dtype is None and device == "cpu" and diagnose_with is None and function in cases.REFERENCES) else None
     if tuple(value.shape) != tuple(expected.shape):
         codes = _shape_codes(function, diag_args, value, select)
-        raise CheckFailed(f"{what}：输出形状应为 {list(expected.shape)}，实际为 {list(value.shape)}。", codes, example)
+        raise CheckFailed(f"{what}：输出形状应为 {list(expected.shape)}，实际为 {list(value.shape)}。", codes, example,
+                          replay=replay)
     want_dtype = str(dtype if dtype is not None else expected.dtype).replace("torch.", "")
     if value.dtype != want_dtype:
         raise CheckFailed(f"{what}：输出 dtype 应与输入一致（{want_dtype}），实际为 {value.dtype}。",
@@ -194,7 +210,7 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
         message = f"{what}：输出里出现了 NaN。"
     else:
         message = f"{what}：数值与参考结果不符（最大误差 {tolerances.max_error(actual, expected):.3g}）。"
-    raise CheckFailed(message, codes, example)
+    raise CheckFailed(message, codes, example, replay=replay)
 
 
 def expect_explained(result: CallResult, expected: torch.Tensor, *, function: str, args: Sequence,

@@ -49,6 +49,7 @@ class CheckResult:
     charged_elsewhere: list = field(default_factory=list)
     # What the check reported when it failed, restored if the credit is withdrawn.
     failure: dict = field(default_factory=dict)
+    replay: Any = None  # a failed comparison to shrink (``shrink.Replay``)
 
 
 @dataclass
@@ -128,7 +129,7 @@ class _Plugin:
             if exc.explained_by and charge_once:
                 return CheckResult(points=max_points, passed=True, message=exc.message,
                                    charged_elsewhere=exc.explained_by, failure=failure, **base)
-            return CheckResult(points=0.0, passed=False, **failure, **base)
+            return CheckResult(points=0.0, passed=False, replay=exc.replay, **failure, **base)
         log.error("check %s crashed inside the grader: %r", item.nodeid, exc)
         return CheckResult(points=0.0, passed=False, grader_error=True,
                            message=f"评分器内部错误（{type(exc).__name__}），请联系助教。", **base)
@@ -164,7 +165,23 @@ def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str
         results.setdefault(res.part, PartResult(res.part)).checks.append(res)
     if settle:
         settle_charges(results, seed_key, context or {})
+        _shrink_examples(student, results)
     return results
+
+
+def _shrink_examples(student, results) -> None:
+    """Replace each failed comparison's example by the smallest one found (after every score is decided)."""
+    from .assertions import TOLERANCE_KEY
+    from .shrink import shrink
+
+    for result in results.values():
+        for check in result.checks:
+            if check.passed or check.replay is None:
+                continue
+            example = shrink(student, check.replay)
+            if example is not None:
+                tolerance = check.example.get(TOLERANCE_KEY)
+                check.example = {**example, **({TOLERANCE_KEY: tolerance} if tolerance else {})}
 
 
 def settle_charges(results: dict, seed_key: Sequence[object], context: dict, yardstick: bool = True) -> None:
