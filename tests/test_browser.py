@@ -383,6 +383,7 @@ def test_feedback_page_shows_the_failed_check(graded, browser):
         expect(failed.first).to_be_visible()
         expect(failed.first.locator(".code", has_text="[mask-inverted]")).to_be_visible()
         expect(failed.first).to_contain_text("提示：")
+        expect(failed.first).to_contain_text("这个失败的例子已自动缩小")  # the shrunk example
         _shot(feedback, "08-feedback-failed-check")
         _shot(page, "08-feedback-viewport")
     finally:
