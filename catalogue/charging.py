@@ -12,6 +12,7 @@ score more than it (``tests/grading/test_charge_once.py``).  The fairness sample
 correct code in unusual forms that must keep every point.
 """
 from autograder.demo.submissions import Sample
+from autograder.grading import honest
 
 _INVERTED = 'scores.masked_fill(mask, float("-inf"))'
 _RIGHT = 'scores.masked_fill(~mask, float("-inf"))'
@@ -44,9 +45,10 @@ def scale_scores(scores, d_k):
 CALL_COUNT = {"apply_mask": _apply_mask("_CALLS[0] > 6", setup="_CALLS = [0]", before="    _CALLS[0] += 1\n")}
 # Recognises its input by id() (the composite passes scale_scores' output straight on).
 OBJECT_ID = {"scale_scores": '''
-_IDS = set()
+_IDS, _KEPT = set(), []  # kept alive, so that no other tensor is given one of these ids
 def scale_scores(scores, d_k):
     out = scores / math.sqrt(d_k)
+    _KEPT.append(out)
     _IDS.add(id(out))
     return out
 ''', "apply_mask": _apply_mask("id(scores) in _IDS")}
@@ -110,6 +112,71 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     return out, weights
 '''}
 
+# Found by a red-team pass: a helper mistake that makes the composition raise hid the composite's own
+# code (credit for raising what the composition raises, with no case where the composite was seen to work).
+_HALF_SOFTMAX = honest.SOURCES["dtype-changed"][1]
+LONE_OUTPUT_BEHIND_DTYPE = {"softmax": _HALF_SOFTMAX,
+                            "scaled_dot_product_attention": honest.SOURCES["returns-not-tuple"][1]}
+RAISING_BEHIND_DTYPE = {"softmax": _HALF_SOFTMAX, "scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    raise RuntimeError("expected m1 and m2 to have the same dtype, but got: float != double")
+'''}
+WRONG_VALUES_BEHIND_TRANSPOSE = {"attention_scores": honest.SOURCES["scores-transposed"][1],
+                                 "scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    weights = softmax(apply_mask(scale_scores(attention_scores(q, k), q.shape[-1]), mask), dim=-1)
+    return attention_output(weights, k), weights  # its own bug: the keys, not the values
+'''}
+# A helper that raises a text of its own choosing, with "overflow" in it, beside an honest half-overflow.
+OVERFLOW_TEXT = {"apply_mask": honest.SOURCES["half-overflow"][1], "attention_scores": '''
+def attention_scores(q, k):
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError("d_k mismatch")
+    if q.dtype in (torch.float16, torch.bfloat16):
+        raise RuntimeError("half precision would overflow here")
+    return q @ k.transpose(-2, -1)
+'''}
+# One function, two mistakes: an in-place edit hidden behind a dtype change.
+INPLACE_BEHIND_DTYPE = {"apply_mask": '''
+def apply_mask(scores, mask=None):
+    if mask is None:
+        return scores.float()
+    if mask.dtype == torch.bool:
+        return scores.masked_fill_(~mask, float("-inf")).float()
+    scores += mask
+    return scores.float()
+'''}
+# A lone output, and wrong values in half precision only.
+LONE_OUTPUT_WRONG_IN_HALF = {"scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    weights = softmax(apply_mask(scale_scores(attention_scores(q, k), q.shape[-1]), mask), dim=-1)
+    out = attention_output(weights, v)
+    return out * 1.5 if q.dtype in (torch.float16, torch.bfloat16) else out
+'''}
+
+# One dtype mistake, in another helper than the honest sample's: charged once, in the device part.
+DTYPE_IN_SCORES = {"attention_scores": '''
+def attention_scores(q, k):
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError("d_k mismatch")
+    return (q @ k.transpose(-2, -1)).float()
+'''}
+DTYPE_IN_OUTPUT = {"attention_output": '''
+def attention_output(weights, v):
+    if weights.shape[-1] != v.shape[-2]:
+        raise ValueError("weights and v disagree on S")
+    return (weights @ v).float()
+'''}
+DOUBLE_SOFTMAX = {"softmax": '''
+def softmax(x, dim=-1):
+    x = x.double()
+    m = x.amax(dim=dim, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    exps = torch.exp(x - m)
+    total = exps.sum(dim=dim, keepdim=True)
+    return exps / torch.where(total > 0, total, torch.ones_like(total))
+'''}
+
 # Correct code in forms a student may write: helpers captured in default arguments and closures.
 FAIR_DEFAULT = {"scaled_dot_product_attention": '''
 def scaled_dot_product_attention(q, k, v, mask=None, _scores=attention_scores, _scale=scale_scores,
@@ -138,11 +205,21 @@ CHARGING = [
     Sample("attack-charge-captured-default", "attack", "partial", CAPTURED_DEFAULT),
     Sample("attack-charge-captured-closure", "attack", "partial", CAPTURED_CLOSURE),
     Sample("attack-charge-late-subcase", "attack", "partial", LATE_SUBCASE, codes=("mask-inverted",)),
+    Sample("attack-charge-lone-output-behind-dtype", "attack", "partial", LONE_OUTPUT_BEHIND_DTYPE),
+    Sample("attack-charge-raising-behind-dtype", "attack", "partial", RAISING_BEHIND_DTYPE),
+    Sample("attack-charge-wrong-values-behind-transpose", "attack", "partial", WRONG_VALUES_BEHIND_TRANSPOSE),
+    Sample("attack-charge-overflow-text", "attack", "partial", OVERFLOW_TEXT),
+    Sample("attack-charge-inplace-behind-dtype", "attack", "partial", INPLACE_BEHIND_DTYPE),
+    Sample("attack-charge-lone-output-wrong-in-half", "attack", "partial", LONE_OUTPUT_WRONG_IN_HALF),
+    Sample("bug-dtype-changed-in-scores", "bug", "partial", DTYPE_IN_SCORES, codes=("dtype-changed",)),
+    Sample("bug-dtype-changed-in-output", "bug", "partial", DTYPE_IN_OUTPUT, codes=("dtype-changed",)),
+    Sample("bug-dtype-changed-double", "bug", "partial", DOUBLE_SOFTMAX, codes=("dtype-changed",)),
     Sample("fairness-helpers-in-defaults", "fairness", "full", FAIR_DEFAULT),
     Sample("fairness-helpers-in-closure", "fairness", "full", FAIR_CLOSURE),
 ]
 
-# Each attack's honest counterpart: the misconception it shows, held honestly everywhere.
+# Each attack's honest counterpart: the one-bug sample (``bug-<code>``) of the misconception it shows, held
+# honestly everywhere.  An attack with two mistakes may score no more than either mistake alone (`PARTS`).
 HONEST = {
     "attack-charge-stateful-helper": "mask-inverted",
     "attack-charge-call-count": "mask-inverted",
@@ -153,4 +230,11 @@ HONEST = {
     "attack-charge-captured-default": "mask-inverted",
     "attack-charge-captured-closure": "mask-inverted",
     "attack-charge-late-subcase": "mask-inverted",
+    "attack-charge-inplace-behind-dtype": "inplace-mutation",
+    "attack-charge-lone-output-wrong-in-half": "returns-not-tuple",
 }
+# Two-mistake attacks: each answer cell alone is one of the mistakes.
+TWO_MISTAKES = ("attack-charge-lone-output-behind-dtype", "attack-charge-raising-behind-dtype",
+                "attack-charge-wrong-values-behind-transpose", "attack-charge-overflow-text")
+# One dtype mistake, charged like the honest one (``bug-dtype-changed``).
+DTYPE_BUGS = ("bug-dtype-changed-in-scores", "bug-dtype-changed-in-output", "bug-dtype-changed-double")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 import pytest
 
-from .assertions import CheckFailed
+from .assertions import EXPLAINED, CheckFailed
 from .composition import HOME, ExplainedElsewhere
 
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ class _Plugin:
                  context: dict) -> None:
         self._student, self._parts, self._seed_key, self._context = student, set(parts), seed_key, context
         self.results = {}
+        self._explained = {}  # nodeid -> the CheckFailed a check recorded and went on from
 
     @pytest.fixture
     def student(self) -> Union[StudentSession, LocalStudent]:
@@ -104,13 +105,25 @@ class _Plugin:
         items[:] = keep
 
     @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, None]:
+        """With each mistake charged once, a failure another part accounts for does not end the check."""
+        collected = [] if self._context.get("charge_once", True) else None
+        token = EXPLAINED.set(collected)
+        try:
+            yield
+        finally:
+            EXPLAINED.reset(token)
+            self._explained[item.nodeid] = collected or []
+
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, None]:
         outcome = yield
         report = outcome.get_result()
         if report.skipped:
             return  # e.g. CUDA checks on a CPU-only grader: neither pass nor fail
         if report.when == "call" or (report.when == "setup" and report.failed):
-            self.results[item.nodeid] = self._result(item, call, self._context.get("charge_once", True))
+            result = self._result(item, call, self._context.get("charge_once", True))
+            self.results[item.nodeid] = _with_recorded(result, self._explained.pop(item.nodeid, []))
 
     @staticmethod
     def _result(item, call, charge_once):
@@ -133,6 +146,20 @@ class _Plugin:
         log.error("check %s crashed inside the grader: %r", item.nodeid, exc)
         return CheckResult(points=0.0, passed=False, grader_error=True,
                            message=f"评分器内部错误（{type(exc).__name__}），请联系助教。", **base)
+
+
+def _with_recorded(result: CheckResult, recorded: list) -> CheckResult:
+    """A check's result with the failures it recorded and went on from: a check that otherwise passed
+    passes as charged elsewhere; one that failed for a reason of its own stays failed."""
+    if not recorded or not result.passed:
+        return result
+    codes = list(dict.fromkeys([*result.charged_elsewhere, *(c for f in recorded for c in f.explained_by)]))
+    first = recorded[0]
+    failure = result.failure or {"message": first.message, "codes": first.codes, "example": first.example}
+    message = result.message if result.charged_elsewhere else \
+        f"{first.message}（这一点在它所在的部分扣分：{''.join(f'[{c}]' for c in codes)}）"
+    result.charged_elsewhere, result.failure, result.message = codes, failure, message
+    return result
 
 
 def _part_of(item):

@@ -7,7 +7,7 @@ from autograder.grading.hidden_checks import CheckResult, PartResult, honest_los
 from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.grading.misconceptions import CATALOGUE, COMPOSITE_HOME
 from catalogue.charge_once import parts
-from catalogue.charging import CHARGING, HONEST
+from catalogue.charging import CHARGING, DTYPE_BUGS, HONEST, TWO_MISTAKES
 
 ORDER = parts()
 # One answer cell changed, one code: the single-misconception samples (built-ins are charged by reading the code).
@@ -46,9 +46,35 @@ def test_the_issue_figures_hold_with_the_default_configuration():
 @pytest.mark.parametrize("key", ["s1", "s2"])
 @pytest.mark.parametrize("sample", [s for s in CHARGING if s.name in HONEST], ids=lambda s: s.name)
 def test_no_attack_scores_more_than_its_honest_counterpart(sample, key):
-    attack = sum(r.points for r in _grade(sample.replace, key).values())
-    counterpart = sum(r.points for r in _grade(honest.replacement(HONEST[sample.name]), key).values())
+    attack = _total(sample.replace, key)
+    counterpart = _total(_one_bug(HONEST[sample.name]), key)
     assert attack <= counterpart, (attack, counterpart)
+
+
+def _total(replace, key):
+    return sum(r.points for r in _grade(replace, key).values())
+
+
+def _one_bug(code):
+    return next(s.replace for s in BUGS if s.name == f"bug-{code}")
+
+
+@pytest.mark.parametrize("key", ["s1", "s2"])
+@pytest.mark.parametrize("name", TWO_MISTAKES)
+def test_a_second_mistake_never_raises_the_score(name, key):
+    """Found by a red-team pass: a helper mistake that made the composition raise hid the composite's own code."""
+    sample = next(s for s in CHARGING if s.name == name)
+    both = _total(sample.replace, key)
+    for cell, source in sample.replace.items():
+        assert both <= _total({cell: source}, key), (cell, both)
+
+
+@pytest.mark.parametrize("name", DTYPE_BUGS)
+def test_a_dtype_mistake_in_any_helper_is_charged_once_in_the_device_part(name):
+    sample = next(s for s in CHARGING if s.name == name)
+    lost = _lost(_grade(sample.replace, name))
+    honest_lost = _lost(_grade(_one_bug("dtype-changed"), name))
+    assert set(lost) == {"device_dtype"} and lost["device_dtype"] <= honest_lost["device_dtype"], lost
 
 
 @pytest.mark.parametrize("sample", [s for s in CHARGING if s.kind == "fairness"], ids=lambda s: s.name)

@@ -89,11 +89,15 @@ def _explained_elsewhere(student, grading, fn, args, result, failure, what):
                                                                       "example": failure.example})
 
 
-def _raised_elsewhere(result, what):
-    """A low-precision call that raised for a reason another part charges (a fill value float16 cannot hold)."""
-    if result.status != "raised" or result.forbidden:
+def _raised_elsewhere(student, grading, fn, args, result, what):
+    """A low-precision call that raised for a reason another part charges: for attention, its own helpers
+    composed correctly raise the same way; for a helper, PyTorch's own message for a cause that lives in
+    that very helper (a fill value float16 cannot hold, in apply_mask)."""
+    if result.status != "raised" or result.forbidden or not grading.get("charge_once", True):
         return None
-    codes = [c for c in text_codes(f"{result.ename} {result.evalue}") if composition.HOME.get(c) not in (None, PART)]
+    if fn == "scaled_dot_product_attention":
+        return composition.explain_result(student, grading, result, *args, weights=False, what=what)
+    codes = [c for c in text_codes(f"{result.ename} {result.evalue}") if composition.HOME.get(c) == fn]
     if not codes:
         return None
     return composition.ExplainedElsewhere(f"{what}：{result.describe()}（原因在它所在的部分扣分）", codes, [],
@@ -148,8 +152,9 @@ def test_half_precision_keeps_dtype(student, rng, grading):
                 shapes[fn] = None if cpu is None else tuple(cpu.shape)
             if shapes[fn] is None:
                 continue
-            result = student.call(fn, *cases.cast(args, dtype), **kwargs)
-            elsewhere = _raised_elsewhere(result, f"{fn}（{name}）") if grading.get("charge_once", True) else None
+            low = cases.cast(args, dtype)
+            result = student.call(fn, *low, **kwargs)
+            elsewhere = _raised_elsewhere(student, grading, fn, low, result, f"{fn}（{name}）")
             if elsewhere is not None:
                 subcases.explained.append(elsewhere)
                 continue
@@ -187,7 +192,7 @@ def test_half_precision_accuracy(student, rng, grading):
             target = own.tensor
         tol = cases.tolerance(cases.sdpa, args64, dtype)
         result = student.call(fn, *args)
-        elsewhere = _raised_elsewhere(result, f"{name} 注意力") if charge_once else None
+        elsewhere = _raised_elsewhere(student, grading, fn, args, result, f"{name} 注意力")
         if elsewhere is not None:
             subcases.explained.append(elsewhere)
             continue
