@@ -16,7 +16,7 @@ import pytest
 import catalogue
 from autograder.demo import course, submissions
 from autograder.grading import record
-from autograder.notebook.editions import COURSE, seed_assignment
+from autograder.notebook.editions import COURSE, edition_of, seed_assignment
 from tests.support.grading import FAST_LIMITS
 
 ENGLISH = "sdpa_en"
@@ -29,6 +29,13 @@ SAMPLES = ["correct-reference", "bug-mask-inverted", "bug-scale-by-dk", "bug-sof
 def test_every_edition_seeds_from_the_course():
     assert seed_assignment(COURSE) == seed_assignment(ENGLISH) == COURSE
     assert seed_assignment("another-assignment") == "another-assignment"
+
+
+def test_a_notebook_named_after_an_edition_is_graded_as_that_edition():
+    """`sdpa-course check` without --assignment grades submitted/ID/sdpa_en/sdpa_en.ipynb as sdpa_en."""
+    assert edition_of("submitted/ana/sdpa_en/sdpa_en.ipynb") == ENGLISH
+    assert edition_of("sdpa.ipynb") == COURSE
+    assert edition_of("solutions/sdpa_en_solution.ipynb") is None
 
 
 def _results(root, assignment, student):
