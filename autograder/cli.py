@@ -84,7 +84,9 @@ def _parser():
                                        "course) and print the feedback.  Extra --Class.trait=value options go "
                                        "to nbgrader.")
     check.add_argument("notebook", help="the notebook to grade")
-    check.add_argument("--assignment", default=ASSIGNMENT, help=f"assignment name (default {ASSIGNMENT})")
+    check.add_argument("--assignment", default=None,
+                       help=f"assignment name (default: the edition the notebook is named after, e.g. "
+                            f"sdpa_en.ipynb is graded as sdpa_en; else {ASSIGNMENT})")
     check.add_argument("--student", default=None, metavar="ID",
                        help="grade as this student (the checks' random inputs depend on it; default: the ID in "
                             "a submitted/ID/... path, else 'check')")
@@ -111,8 +113,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _report(args, course)
         if args.command == "check":
             from .batch.check import check_notebook
+            from .notebook.editions import edition_of
 
-            return check_notebook(course, args.notebook, args.assignment, args.student, extra)
+            assignment = args.assignment or edition_of(args.notebook) or ASSIGNMENT
+            return check_notebook(course, args.notebook, assignment, args.student, extra)
         from .demo.run import run_demo
 
         return run_demo(args.dir)

@@ -15,6 +15,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
 from ..notebook.cells import grade_id, is_test_cell, nbgrader_meta, part_of, student_code_cells
+from ..notebook.editions import seed_assignment
 from .state import EXECUTION, Shared
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class TrustedScoring(NbGraderPreprocessor):
         info = resources["nbgrader"]
         try:
             parts = [p for p in (part_of(c) for c in nb.cells if is_test_cell(c)) if p]
-            results = run_checks(session, parts, seed_key=(info["assignment"], info["student"]),
+            results = run_checks(session, parts, seed_key=(seed_assignment(info["assignment"]), info["student"]),
                                  context={"cuda": cuda_available(),
                                           "charge_once": self.charge_each_mistake_once})
         finally:
