@@ -44,15 +44,19 @@ hub-stop:
 notebooks: install
 	$(PY) tools/build_notebooks.py
 
+# The course's editions (autograder/notebook/editions.py): `make release EDITIONS=sdpa_en` releases one.
+EDITIONS ?= sdpa sdpa_en
 release: notebooks
-	nbgrader generate_assignment sdpa --force --log-level=WARN
+	@for a in $(EDITIONS); do echo "nbgrader generate_assignment $$a --force"; \
+	  nbgrader generate_assignment $$a --force --log-level=WARN || exit 1; done
 
 demo: install system-deps release
 	$(PY) -m autograder.cli demo
 
-# ruff (pyproject.toml) and the import layers (.importlinter)
+# ruff (pyproject.toml; the lesson's code cells in the built source notebooks) and the import layers (.importlinter)
 lint: install
-	$(abspath $(VENV))/bin/ruff check autograder benchmarks catalogue hub solutions tests tools nbgrader_config.py
+	$(abspath $(VENV))/bin/ruff check autograder benchmarks catalogue hub solutions tests tools nbgrader_config.py \
+	  source/*/*.ipynb
 	$(abspath $(VENV))/bin/lint-imports --no-cache
 
 # the docs site (mkdocs.yml, docs/), outside the tree; --strict: any warning (a broken link, a page

@@ -84,7 +84,9 @@ def _parser():
                                        "course) and print the feedback.  Extra --Class.trait=value options go "
                                        "to nbgrader.")
     check.add_argument("notebook", help="the notebook to grade")
-    check.add_argument("--assignment", default=ASSIGNMENT, help=f"assignment name (default {ASSIGNMENT})")
+    check.add_argument("--assignment", default=None,
+                       help=f"assignment name (default: the edition the notebook is named after, e.g. "
+                            f"sdpa_en.ipynb is graded as sdpa_en; else {ASSIGNMENT})")
     check.add_argument("--student", default=None, metavar="ID",
                        help="grade as this student (the checks' random inputs depend on it; default: the ID in "
                             "a submitted/ID/... path, else 'check')")
@@ -110,7 +112,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "report":
             return _report(args, course)
         if args.command == "check":
-            return _check(args, course, extra)
+            from .notebook.editions import edition_of
+
+            return _check(args, course, extra, args.assignment or edition_of(args.notebook) or ASSIGNMENT)
         from .demo.run import run_demo
 
         return run_demo(args.dir)
@@ -164,7 +168,7 @@ def _autograde(args, course, extra):
 
 # -- check -------------------------------------------------------------------
 
-def _check(args, course, extra):
+def _check(args, course, extra, assignment):
     """The zygote starts first and warms up (seconds of CPU, in its own sandbox) while this process imports
     torch and nbgrader.  It has the default limits; a course configured otherwise gets a new one at its
     first runner (`forkserver.ForkServer.take`)."""
@@ -176,7 +180,7 @@ def _check(args, course, extra):
             server.warm()
         from .batch.check import check_notebook
 
-        return check_notebook(course, args.notebook, args.assignment, args.student, extra, pool=server)
+        return check_notebook(course, args.notebook, assignment, args.student, extra, pool=server)
     finally:
         if server is not None:
             server.close()

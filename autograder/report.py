@@ -269,6 +269,11 @@ def _cell_label(data, grade_id):
 
 # -- HTML --------------------------------------------------------------------
 
+def _code_link(code: str) -> str:
+    """A code in the students table, linked to its row in the codes table."""
+    return f'<a href="#code-{html.escape(code)}">{html.escape(code)}</a>'
+
+
 def _html(data):
     esc = html.escape
     scores = [r.score for r in data.students]
@@ -286,7 +291,8 @@ def _html(data):
     rows = "".join(
         f"<tr><td>{esc(r.student)}</td><td class=n>{r.score:g}</td><td class=n>{r.max_score:g}</td>"
         f"<td class=n>{'' if r.seconds is None else f'{r.seconds:.1f}'}</td><td class=n>{r.events}</td>"
-        f"<td class=n>{len(r.review) or ''}</td><td>{esc(' '.join(r.codes))}</td></tr>" for r in data.students)
+        f"<td class=n>{len(r.review) or ''}</td><td>{' '.join(_code_link(c) for c in r.codes)}</td></tr>"
+        for r in data.students)
     review = "".join(
         f"<tr><td>{esc(r.student)}</td>"
         f"<td class=n>{esc(str(note.get('cell', 0) + 1))}:{esc(str(note.get('line')))}</td>"
@@ -295,9 +301,10 @@ def _html(data):
     rates = "".join(f"<tr><td>{esc(_cell_label(data, gid))}</td><td class=n>{100 * v:.0f}%</td></tr>"
                     for gid, v in data.pass_rates.items())
     codes = "".join(
-        f"<tr><td><code>{esc(code)}</code></td><td class=n>{n}</td>"
+        f'<tr id="code-{esc(code)}"><td><code>{esc(code)}</code></td><td class=n>{n}</td>'
+        f"<td>{esc(getattr(CATALOGUE.get(code), 'home', ''))}</td>"
         f"<td>{esc(getattr(CATALOGUE.get(code), 'explanation', ''))}</td></tr>"
-        for code, n in data.code_counts.items()) or "<tr><td colspan=3>none</td></tr>"
+        for code, n in data.code_counts.items()) or "<tr><td colspan=4>none</td></tr>"
     slow = "".join(f"<tr><td>{esc(r.student)}</td><td class=n>{r.seconds:.1f}</td></tr>" for r in data.slowest)
     facts = "".join(f"<li>{esc(k)}: <b>{esc(str(v))}</b></li>" for k, v in summary)
     return f"""<!DOCTYPE html>
@@ -317,7 +324,9 @@ td.n{{text-align:right;font-variant-numeric:tabular-nums}}img{{max-width:100%;bo
 ctypes, prlimit, other processes, dynamic code). It costs no points by itself; a person should read it.</p>
 <table><tr><th>student</th><th>cell:line</th><th>category</th><th>code</th></tr>{review}</table>
 <h2>Pass rate per grade cell</h2><table><tr><th>grade cell</th><th>full points</th></tr>{rates}</table>
-<h2>Misconception codes</h2><table><tr><th>code</th><th>students</th><th>meaning</th></tr>{codes}</table>
+<h2>Misconception codes</h2><p>Each code is charged once, in the part where it lives; the feedback page names
+it under the same code at its top.</p>
+<table><tr><th>code</th><th>students</th><th>charged in</th><th>meaning</th></tr>{codes}</table>
 <h2>Slowest submissions</h2><table><tr><th>student</th><th>seconds</th></tr>{slow}</table>
 <h2>Students</h2><table><tr><th>student</th><th>score</th><th>of</th><th>seconds</th><th>sandbox events</th>
 <th>needs review</th><th>codes</th></tr>{rows}</table>

@@ -3,7 +3,7 @@
 Every entry goes through the real nbgrader pipeline in ``tests/test_pipeline.py``
 and ``python -m catalogue``.  The demo's correct variants and bugs live in the
 package (`autograder.demo.submissions`, which also defines `Sample` and what
-`expect` means); the attacks (``attacks.py``) and the evidence and bounds
+`expect` means); the attacks (``attacks.py``, ``charging.py`` on charge-once) and the evidence and bounds
 samples (``evidence.py``) live here, beside the tests and benchmarks that
 use them, and their payloads are importable as ``catalogue.attacks.X`` and
 ``catalogue.evidence.X``.
@@ -14,13 +14,14 @@ from autograder.demo.submissions import BUGS, CORRECT, EMPTY, MARKER, ROOT, SOLU
 from autograder.notebook.cells import is_test_cell, nbgrader_meta
 
 from .attacks import ATTACKS
+from .charging import CHARGING
 from .evidence import EVIDENCE
 from .recording import RECORDING
 
-__all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CORRECT", "EMPTY", "EVIDENCE", "MARKER", "RECORDING", "ROOT",
+__all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CHARGING", "CORRECT", "EMPTY", "EVIDENCE", "MARKER", "RECORDING", "ROOT",
            "SOLUTION_NOTEBOOK", "Sample", "automatic_cells", "build", "verdict"]
 
-CATALOGUE = CORRECT + BUGS + ATTACKS + EVIDENCE + RECORDING + EMPTY
+CATALOGUE = CORRECT + BUGS + ATTACKS + CHARGING + EVIDENCE + RECORDING + EMPTY
 
 
 def automatic_cells():

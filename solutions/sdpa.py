@@ -1,10 +1,10 @@
 """Reference implementation of the student API of assignment ``sdpa``.
 
-This module is the single source of truth for the solution code: the source
-notebook's solution cells are generated from these functions (see
-``tools/build_notebooks.py``) and ``tests/test_course_layout.py`` fails when
-they drift apart.  Each function is self-contained because each one becomes
-its own notebook cell.
+This module is the reference for the solution code: the Chinese lesson's
+solution cells (``lesson/sdpa.zh.md``) are these functions, verbatim, and the
+English lesson's are the same code with English docstrings and messages;
+``tests/test_course_layout.py`` fails when they drift apart.  Each function is
+self-contained because each one becomes its own notebook cell.
 """
 import math
 

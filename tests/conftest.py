@@ -8,14 +8,16 @@ import pytest
 
 import catalogue
 from autograder.demo import course
+from autograder.notebook.editions import EDITIONS
 from tests.support.grading import FAST_LIMITS
 
 
 @pytest.fixture(scope="session")
 def released(tmp_path_factory):
-    """A copy of the course after `nbgrader generate_assignment` (a few seconds; nothing graded)."""
+    """A copy of the course after `nbgrader generate_assignment` of every edition (seconds; nothing graded)."""
     root = course.make_course(tmp_path_factory.mktemp("released"))
-    course.nbgrader(root, "generate_assignment", course.ASSIGNMENT, "--force")
+    for assignment in EDITIONS:
+        course.nbgrader(root, "generate_assignment", assignment, "--force")
     return root
 
 

@@ -383,8 +383,32 @@ def test_feedback_page_shows_the_failed_check(graded, browser):
         expect(failed.first).to_be_visible()
         expect(failed.first.locator(".code", has_text="[mask-inverted]")).to_be_visible()
         expect(failed.first).to_contain_text("提示：")
+        expect(failed.first).to_contain_text("这个失败的例子已自动缩小")  # the shrunk example
         _shot(feedback, "08-feedback-failed-check")
         _shot(page, "08-feedback-viewport")
+    finally:
+        page.close()
+
+
+def test_feedback_page_opens_with_the_score_and_the_root_cause(graded, browser):
+    """A one-bug submission: the score and "先修这里" are on the first screen (1280x800), the cause is named
+    once and links to the cell of the part to fix."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        page.goto(course.feedback_html(graded, BUGGY).as_uri())
+        heading = page.locator("h1").first
+        causes = page.locator(".sdpa-causes")
+        expect(heading).to_contain_text("Score:")
+        expect(causes).to_have_count(1)
+        expect(causes.locator("li")).to_have_count(1)
+        expect(causes).to_contain_text("[mask-inverted]")
+        for element in (heading, causes):
+            box = element.bounding_box()
+            assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 800, box
+        link = causes.locator("a", has_text="apply_mask").first
+        assert link.get_attribute("href") == "#apply_mask-check"
+        assert page.locator("[id='apply_mask-check'], [name='apply_mask-check']").count() >= 1
+        _shot(page, "09-feedback-top-root-cause")
     finally:
         page.close()
 

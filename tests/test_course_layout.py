@@ -1,4 +1,4 @@
-"""The course's spine: builder, release, solution and notebook stay consistent."""
+"""The course's spine: lessons, builder, release, solution and notebook stay consistent, in every edition."""
 import ast
 import inspect
 import io
@@ -12,16 +12,28 @@ import nbformat
 import pytest
 
 from autograder.notebook.cells import grade_id
+from autograder.notebook.editions import COURSE, EDITIONS
 from solutions import sdpa
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "source" / "sdpa" / "sdpa.ipynb"
 RELEASE = ROOT / "assignments" / "sdpa" / "sdpa.ipynb"
+CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+# what the visible checks say of an answer not written yet, in each edition's language
+NOT_DONE = {"zh": "还没有", "en": "yet"}
+
+
+def source_of(assignment):
+    return ROOT / "source" / assignment / f"{assignment}.ipynb"
+
+
+def release_of(assignment):
+    return ROOT / "assignments" / assignment / f"{assignment}.ipynb"
 FUNCTIONS = ["attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
              "scaled_dot_product_attention", "causal_mask", "key_padding_to_attn_mask", "fixed_attention"]
 
 
-def _cells(path):
+def _cells(path=SOURCE):
     nb = nbformat.read(str(path), as_version=4)
     return {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
 
@@ -37,9 +49,9 @@ def test_solution_cells_are_the_reference_module(name):
     assert _cells(SOURCE)[name].source == inspect.getsource(getattr(sdpa, name)).strip("\n")
 
 
-def _solution_lines():
+def _solution_lines(source):
     lines = set()
-    for cell in nbformat.read(str(SOURCE), as_version=4).cells:
+    for cell in nbformat.read(str(source), as_version=4).cells:
         for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S):
             lines |= {line.strip() for line in region.splitlines() if len(line.strip()) > 3}
         for region in re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", cell.source, re.S):
@@ -47,14 +59,15 @@ def _solution_lines():
     return lines
 
 
-def test_release_holds_no_solution_or_hidden_text():
-    release = RELEASE.read_text()
-    written = [c.source for c in nbformat.read(str(SOURCE), as_version=4).cells
+@pytest.mark.parametrize("assignment", EDITIONS)
+def test_release_holds_no_solution_or_hidden_text(assignment):
+    source, release = source_of(assignment), release_of(assignment).read_text()
+    written = [c.source for c in nbformat.read(str(source), as_version=4).cells
                if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "markdown"]
-    given = {line.strip() for c in nbformat.read(str(SOURCE), as_version=4).cells
+    given = {line.strip() for c in nbformat.read(str(source), as_version=4).cells
              if not c.metadata.get("nbgrader", {}).get("solution") for line in c.source.splitlines()
              if "BEGIN HIDDEN" not in c.source}  # lines the provided code shows anyway (the debugging candidates)
-    leaked = [line for line in (_solution_lines() - given) | set(written) if line in release]
+    leaked = [line for line in (_solution_lines(source) - given) | set(written) if line in release]
     assert not leaked
     assert "BEGIN SOLUTION" not in release and "HIDDEN TESTS" not in release
 
@@ -64,15 +77,15 @@ CHOICE = re.compile(r"^\s*(\w+)\s*=\s*[\"']([A-Z])[\"']\s*$", re.M)
 CODE_FRAGMENT = re.compile(r"`([^`]+)`|([A-Za-z_][\w.]*\s*=\s*-?[\w.]+|[A-Za-z_][\w.]*\([^()]*\))")
 
 
-def _choice_answers():
-    """[(variable, letter, option text, grade_ids of its section)] for every choice answer in the source.
+def _choice_answers(source):
+    """[(variable, letter, option text, grade_ids of its section, all options)] for every choice answer.
 
     A choice answer is `name = "X"` inside a solution region; its options are the
     `- X. text` lines of the closest markdown cell above that lists options; its
     section runs from one `## ` heading to the next.
     """
     sections, options, answers = [[]], {}, []
-    for cell in nbformat.read(str(SOURCE), as_version=4).cells:
+    for cell in nbformat.read(str(source), as_version=4).cells:
         if cell.cell_type == "markdown" and re.match(r"\s*## ", cell.source):
             sections.append([])
         sections[-1].append(grade_id(cell))
@@ -81,7 +94,7 @@ def _choice_answers():
         for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S):
             for name, letter in CHOICE.findall(region):
                 assert letter in options, f"{name} = {letter!r} has no option {letter} above it"
-                answers.append((name, letter, options[letter], sections[-1]))
+                answers.append((name, letter, options[letter], sections[-1], options))
     return answers
 
 
@@ -94,15 +107,32 @@ def _prose_of_code(source):
     return texts
 
 
-def _hints(option):
-    """What would give an option away: its code fragments, its English words, its Chinese phrases."""
+def _words(text):
+    return re.findall(r"[A-Za-z_0-9$\\]+", text.lower())
+
+
+def _hints(option, language, others=()):
+    """What would give an option away: its code fragments, its words and its phrases.
+
+    In Chinese prose, an English word is a name from the code and a phrase is a run of four or more
+    characters between punctuation. In English prose, a single word is too common to count: the words
+    are the names inside its code fragments, and the phrases are its runs of three words that no other
+    option of the question (`others`) has (a quantity every option names gives nothing away).
+    """
     fragments = {"".join(m).strip() for m in CODE_FRAGMENT.findall(option)}
-    words = {w.lower() for w in re.findall(r"[A-Za-z_]{4,}", option)}
-    phrases = {p for p in re.split(r"[\s，。、；：（）()“”,.;:`]+", option) if len(p) >= 4 and not p.isascii()}
+    if language == "zh":
+        words = {w.lower() for w in re.findall(r"[A-Za-z_]{4,}", option)}
+        phrases = {p for p in re.split(r"[\s，。、；：（）()“”,.;:`]+", option) if len(p) >= 4 and not p.isascii()}
+    else:
+        words = {w.lower() for f in fragments for w in re.findall(r"[A-Za-z_]{4,}", f)}
+        tokens = _words(re.sub(r"`[^`]*`", " ", option))
+        phrases = {" ".join(tokens[i:i + 3]) for i in range(len(tokens) - 2)}
+        phrases = {p for p in phrases if not any(p in " ".join(_words(other)) for other in others)}
     return fragments, words, phrases
 
 
-def test_release_gives_no_answer_away():
+@pytest.mark.parametrize("assignment", EDITIONS)
+def test_release_gives_no_answer_away(assignment):
     """Every released code cell, docstrings and comments included, is scanned for the answers' hints.
 
     A choice question is solved by debugging only if nothing the student is given names
@@ -110,12 +140,13 @@ def test_release_gives_no_answer_away():
     its words or phrases in a docstring, comment or string of a released code cell of its
     section (provided code, answer stubs and visible checks alike).
     """
-    answers = _choice_answers()
-    assert answers, "no choice answers found in the source notebook"
-    released = [c for c in nbformat.read(str(RELEASE), as_version=4).cells if c.cell_type == "code"]
+    answers = _choice_answers(source_of(assignment))
+    assert len(answers) == 6, "expected the six choice answers of the source notebook"
+    released = [c for c in nbformat.read(str(release_of(assignment)), as_version=4).cells if c.cell_type == "code"]
     found = []
-    for name, letter, option, section in answers:
-        fragments, words, phrases = _hints(option)
+    for name, letter, option, section, options in answers:
+        others = [text for other, text in options.items() if other != letter]
+        fragments, words, phrases = _hints(option, EDITIONS[assignment], others)
         for cell in released:
             found += [(name, letter, grade_id(cell), "code", f) for f in fragments if f in cell.source]
             if grade_id(cell) not in section:
@@ -123,18 +154,21 @@ def test_release_gives_no_answer_away():
             for text in _prose_of_code(cell.source):
                 found += [(name, letter, grade_id(cell), "word", w, text) for w in words
                           if re.search(rf"\b{re.escape(w)}", text.lower())]
-                found += [(name, letter, grade_id(cell), "phrase", p, text) for p in phrases if p in text]
+                lowered = " ".join(_words(text)) if EDITIONS[assignment] == "en" else text
+                found += [(name, letter, grade_id(cell), "phrase", p, text) for p in phrases if p in lowered]
     assert not found, found
 
 
-def test_release_matches_nbgrader_output(released):
+@pytest.mark.parametrize("assignment", EDITIONS)
+def test_release_matches_nbgrader_output(released, assignment):
     """The committed release is exactly what `nbgrader generate_assignment` makes from source/."""
-    regenerated = (released / "assignments" / "sdpa" / "sdpa.ipynb").read_text()
-    assert regenerated == RELEASE.read_text(), "assignments/ is stale: run `make release` and commit it"
+    regenerated = (released / "assignments" / assignment / f"{assignment}.ipynb").read_text()
+    assert regenerated == release_of(assignment).read_text(), "assignments/ is stale: run `make release` and commit it"
 
 
-def test_points_add_up():
-    cells = _cells(SOURCE).values()
+@pytest.mark.parametrize("assignment", EDITIONS)
+def test_points_add_up(assignment):
+    cells = _cells(source_of(assignment)).values()
     points = [float(c.metadata["nbgrader"].get("points", 0)) for c in cells if c.metadata["nbgrader"].get("grade")]
     manual = [float(c.metadata["nbgrader"]["points"]) for c in cells
               if c.metadata["nbgrader"].get("grade") and c.metadata["nbgrader"].get("solution")]
@@ -142,11 +176,12 @@ def test_points_add_up():
 
 
 @pytest.mark.slow
-def test_release_runs_top_to_bottom_with_only_clear_failures(tmp_path):
+@pytest.mark.parametrize("assignment", EDITIONS)
+def test_release_runs_top_to_bottom_with_only_clear_failures(tmp_path, assignment):
     """Stubs raise NotImplementedError, visible checks say so clearly, nothing else errors."""
     from nbclient import NotebookClient
 
-    nb = nbformat.read(str(RELEASE), as_version=4)
+    nb = nbformat.read(str(release_of(assignment)), as_version=4)
     NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     for cell in nb.cells:
@@ -158,17 +193,20 @@ def test_release_runs_top_to_bottom_with_only_clear_failures(tmp_path):
             assert len(errors) == 1, meta["grade_id"]
             assert errors[0].ename in ("AssertionError", "NotDoneYet"), (meta["grade_id"], errors[0].evalue)
             assert len(errors[0].traceback) <= 12, "the not-done message should not hide in a long traceback"
-            assert "还没有" in errors[0].evalue, errors[0].evalue
+            assert NOT_DONE[EDITIONS[assignment]] in errors[0].evalue, errors[0].evalue
         else:
             assert not errors, (meta.get("grade_id"), [e.evalue for e in errors])
 
 
 @pytest.mark.slow
-def test_source_notebook_previews_every_hidden_check_passing(tmp_path):
-    """Run as an instructor would: the source notebook shows each part's hidden checks, all passing."""
+@pytest.mark.parametrize("assignment", EDITIONS)
+def test_source_notebook_previews_every_hidden_check_passing(tmp_path, assignment):
+    """Run as an instructor would: the source notebook shows each part's hidden checks, all passing.
+
+    The hidden checks' feedback is Chinese in every edition (the preview's words below)."""
     from nbclient import NotebookClient
 
-    nb = nbformat.read(str(SOURCE), as_version=4)
+    nb = nbformat.read(str(source_of(assignment)), as_version=4)
     NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
@@ -235,8 +273,9 @@ def test_answer_keys_use_the_notebooks_own_inputs():
 
     namespace = _provided_namespace("empty-rows-demo")
     assert torch.equal(namespace["mask_demo"], test_empty_rows.MASK)
-    task = _cells(SOURCE)["causal-align-task"].source
-    assert f"$L = {test_causal_alignment.L}$、$S = {test_causal_alignment.S}$" in task
+    L, S = test_causal_alignment.L, test_causal_alignment.S
+    assert f"$L = {L}$、$S = {S}$" in _cells(source_of("sdpa"))["causal-align-task"].source
+    assert f"$L = {L}$ and $S = {S}$" in _cells(source_of("sdpa_en"))["causal-align-task"].source
 
 
 def test_bottom_right_mask_is_what_pytorch_calls_causal_lower_right():
@@ -254,3 +293,84 @@ def test_bottom_right_mask_is_what_pytorch_calls_causal_lower_right():
     for bias, ours in alignments:
         weights = F.scaled_dot_product_attention(q, k, eye, attn_mask=bias)
         assert torch.equal(weights[0] > 0, ours)
+
+
+# --- the editions: one course in several languages ---------------------------------------------------------------
+
+
+class _Language(ast.NodeTransformer):
+    """Blanks what is human language in code: every string constant, and the text of every f-string.
+
+    An f-string keeps its placeholders (sorted, so a translation may reorder them), so a placeholder
+    added, removed or changed is still a difference in the code. Comments are not in the syntax tree.
+    """
+
+    def visit_JoinedStr(self, node):
+        values = sorted((self.visit(v) for v in node.values if isinstance(v, ast.FormattedValue)), key=ast.dump)
+        return ast.copy_location(ast.Tuple(elts=values, ctx=ast.Load()), node)
+
+    def visit_Constant(self, node):
+        return ast.copy_location(ast.Constant(""), node) if isinstance(node.value, str) else node
+
+
+def code_without_language(source):
+    """The syntax tree of a cell's code with its strings and comments left out, as text."""
+    return ast.dump(_Language().visit(ast.parse(source)))
+
+
+@pytest.mark.parametrize("edited, same", [
+    ('print("权重:", w)  # 注释', True),                          # strings and comments are language
+    ('print(f"{name} is not filled in yet, {x!r}")', False),      # one placeholder fewer
+    ('print("weights:", w, end="")', False),                     # another argument
+    ('print("weights:", v)', False),                             # another name
+])
+def test_code_without_language_sees_code_changes_only(edited, same):
+    original = 'print("weights:", w)  # a comment'
+    assert (code_without_language(edited) == code_without_language(original)) is same
+    assert code_without_language('f"{a} 与 {b!r} 不一致"') == code_without_language('f"{b!r} does not match {a}"')
+
+
+def _structure(cell):
+    return (cell.id, cell.cell_type, cell.metadata)
+
+
+@pytest.mark.parametrize("assignment", [a for a in EDITIONS if a != COURSE])
+def test_editions_have_the_same_cells_and_code(assignment):
+    """Same cells in the same order (ids, types, nbgrader metadata: grade ids, points, locks; tags), and
+    the same code: only string literals and comments differ."""
+    base = nbformat.read(str(source_of(COURSE)), as_version=4).cells
+    other = nbformat.read(str(source_of(assignment)), as_version=4).cells
+    assert [_structure(c) for c in other] == [_structure(c) for c in base]
+    for mine, theirs in zip(other, base):
+        if mine.cell_type == "code":
+            assert code_without_language(mine.source) == code_without_language(theirs.source), mine.id
+            assert re.findall(r"### (?:BEGIN|END) [A-Z ]+", mine.source) == re.findall(r"### (?:BEGIN|END) [A-Z ]+",
+                                                                                   theirs.source), mine.id
+            assert cell_parts(mine) == cell_parts(theirs), mine.id
+
+
+def cell_parts(cell):
+    from autograder.notebook.cells import part_of, without_hidden_tests
+
+    return part_of(cell), cell.source.count("### BEGIN SOLUTION"), len(without_hidden_tests(cell.source)) > 0
+
+
+def test_the_english_edition_is_in_english():
+    """No Chinese left in the English lesson, prose or code."""
+    left = [(c.id, line) for c in nbformat.read(str(source_of("sdpa_en")), as_version=4).cells
+            for line in c.source.splitlines() if CJK.search(line)]
+    assert not left, left
+
+
+@pytest.mark.parametrize("assignment", EDITIONS)
+def test_every_edition_is_built_from_its_lesson(assignment):
+    """Each edition's source notebook is its lesson file read by jupytext, cell ids = grade ids."""
+    import jupytext
+
+    from autograder.notebook.editions import lesson_file
+
+    lesson = jupytext.read(ROOT / lesson_file(assignment), fmt="md:myst")
+    built = nbformat.read(str(source_of(assignment)), as_version=4)
+    assert [(c.cell_type, c.source, c.metadata) for c in lesson.cells] == \
+        [(c.cell_type, c.source, c.metadata) for c in built.cells]
+    assert all(c.id == c.metadata["nbgrader"]["grade_id"] for c in built.cells)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: the course's files
 ASSIGNMENT = "sdpa"
-COPIED = ("nbgrader_config.py", "autograder", "solutions", "source", "tools", "assignments")
+COPIED = ("nbgrader_config.py", "autograder", "solutions", "lesson", "source", "tools", "assignments")
 
 
 def nbgrader_env() -> dict[str, str]:
@@ -58,19 +58,21 @@ def nbgrader(course: Union[str, os.PathLike], *args: str, check: bool = True,
     return proc
 
 
-def release_notebook(course: Union[str, os.PathLike]) -> nbformat.NotebookNode:
-    return nbformat.read(str(Path(course) / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), as_version=4)
+def release_notebook(course: Union[str, os.PathLike], assignment: str = ASSIGNMENT) -> nbformat.NotebookNode:
+    return nbformat.read(str(Path(course) / "assignments" / assignment / f"{assignment}.ipynb"), as_version=4)
 
 
-def submit(course: Union[str, os.PathLike], student: str, nb: nbformat.NotebookNode) -> Path:
+def submit(course: Union[str, os.PathLike], student: str, nb: nbformat.NotebookNode,
+           assignment: str = ASSIGNMENT) -> Path:
     """Place a notebook where `nbgrader collect` would put it."""
-    path = Path(course) / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    path = Path(course) / "submitted" / student / assignment / f"{assignment}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(path))
     return path
 
 
-def grades(course: Union[str, os.PathLike]) -> dict[str, dict[str, tuple[Optional[float], float]]]:
+def grades(course: Union[str, os.PathLike],
+           assignment: str = ASSIGNMENT) -> dict[str, dict[str, tuple[Optional[float], float]]]:
     """{student: {grade_id: (auto_score, max_score)}} from the sqlite gradebook."""
     from nbgrader.api import Gradebook
 
@@ -78,7 +80,7 @@ def grades(course: Union[str, os.PathLike]) -> dict[str, dict[str, tuple[Optiona
     with Gradebook(f"sqlite:///{Path(course) / 'gradebook.db'}") as gb:
         for student in gb.students:
             try:
-                sub = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student.id)
+                sub = gb.find_submission_notebook(assignment, assignment, student.id)
             except Exception:  # noqa: BLE001 - student without this submission
                 continue
             out[student.id] = {g.name: (g.auto_score, g.max_score) for g in sub.grades

@@ -26,6 +26,8 @@ import nbformat
 
 from solutions import SOLUTION_NOTEBOOK
 
+from ..grading import honest
+
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*(?:\n|\Z)", re.M)
 
@@ -44,63 +46,30 @@ class Sample:
     note: str = ""
 
 
-SCORES_T = """
-def attention_scores(q, k):
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError("d_k mismatch")
-    return k @ q.transpose(-2, -1)
-"""
+def _honest(code, **kwargs):
+    """The one-bug sample of `code`: its honest answer cell (``grading.honest``), the yardstick of charge-once."""
+    return Sample(f"bug-{code}", "bug", "partial", honest.replacement(code), codes=(code,), **kwargs)
+
 
 BUGS = [
-    Sample("bug-scores-transposed", "bug", "partial", {"attention_scores": SCORES_T}, codes=("scores-transposed",)),
-    Sample("bug-scores-scaled-early", "bug", "partial", {"attention_scores": """
-def attention_scores(q, k):
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError("d_k mismatch")
-    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-"""}, codes=("scores-scaled-early",), also=("scale-by-dk",)),  # scaled twice: attention is divided by d_k
+    _honest("scores-transposed"),
+    _honest("scores-scaled-early", also=("scale-by-dk",)),  # scaled twice: attention is divided by d_k
     Sample("bug-shape-error-missing", "bug", "partial", {"attention_scores": """
 def attention_scores(q, k):
     return q @ k.transpose(-2, -1)
 """}, codes=("shape-error-missing",)),
-    Sample("bug-scale-missing", "bug", "partial", {"scale_scores": """
-def scale_scores(scores, d_k):
-    return scores
-"""}, codes=("scale-missing",)),
-    Sample("bug-scale-by-dk", "bug", "partial", {"scale_scores": """
-def scale_scores(scores, d_k):
-    return scores / d_k
-"""}, codes=("scale-by-dk",)),
-    Sample("bug-scale-multiplied", "bug", "partial", {"scale_scores": """
-def scale_scores(scores, d_k):
-    return scores * math.sqrt(d_k)
-"""}, codes=("scale-multiplied",)),
+    _honest("scale-missing"),
+    _honest("scale-by-dk"),
+    _honest("scale-multiplied"),
     Sample("bug-scale-wrong-dim", "bug", "partial", {"scaled_dot_product_attention": """
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = scale_scores(attention_scores(q, k), v.shape[-1])
     weights = softmax(apply_mask(scores, mask), dim=-1)
     return attention_output(weights, v), weights
 """}, codes=("scale-wrong-dim",)),
-    Sample("bug-mask-inverted", "bug", "partial", {"apply_mask": """
-def apply_mask(scores, mask=None):
-    if mask is None:
-        return scores
-    if mask.dtype == torch.bool:
-        return scores.masked_fill(mask, float("-inf"))
-    return scores + mask
-"""}, codes=("mask-inverted",)),
-    Sample("bug-mask-zero-fill", "bug", "partial", {"apply_mask": """
-def apply_mask(scores, mask=None):
-    if mask is None:
-        return scores
-    if mask.dtype == torch.bool:
-        return scores.masked_fill(~mask, 0.0)
-    return scores + mask
-"""}, codes=("mask-zero-fill",)),
-    Sample("bug-mask-ignored", "bug", "partial", {"apply_mask": """
-def apply_mask(scores, mask=None):
-    return scores
-"""}, codes=("mask-ignored",)),
+    _honest("mask-inverted"),
+    _honest("mask-zero-fill"),
+    _honest("mask-ignored"),
     Sample("bug-mask-after-softmax", "bug", "partial", {"scaled_dot_product_attention": """
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = scale_scores(attention_scores(q, k), q.shape[-1])
@@ -118,14 +87,7 @@ def apply_mask(scores, mask=None):
     scores += mask
     return scores
 """}, codes=("inplace-mutation",)),
-    Sample("bug-half-overflow", "bug", "partial", {"apply_mask": """
-def apply_mask(scores, mask=None):
-    if mask is None:
-        return scores
-    if mask.dtype == torch.bool:
-        return scores.masked_fill(~mask, -1e9)
-    return scores + mask
-"""}, codes=("half-overflow",)),
+    _honest("half-overflow"),
     Sample("bug-device-mismatch", "bug", "partial", {"apply_mask": """
 def apply_mask(scores, mask=None):
     if mask is None:
@@ -138,25 +100,9 @@ def apply_mask(scores, mask=None):
 def causal_mask(L, S, device=None):
     return torch.ones(L, S, dtype=torch.bool).tril()
 """}, codes=("device-mismatch",)),
-    Sample("bug-fully-masked-nan", "bug", "partial", {"softmax": """
-def softmax(x, dim=-1):
-    exps = torch.exp(x - x.amax(dim=dim, keepdim=True))
-    return exps / exps.sum(dim=dim, keepdim=True)
-"""}, codes=("fully-masked-nan",)),
-    Sample("bug-softmax-unstable", "bug", "partial", {"softmax": """
-def softmax(x, dim=-1):
-    exps = torch.exp(x)
-    total = exps.sum(dim=dim, keepdim=True)
-    return torch.where(total > 0, exps / total, torch.zeros_like(exps))
-"""}, codes=("softmax-unstable",)),
-    Sample("bug-softmax-global-max", "bug", "partial", {"softmax": """
-def softmax(x, dim=-1):
-    m = x.max()
-    m = m if torch.isfinite(m) else torch.zeros_like(m)
-    exps = torch.exp(x - m)
-    total = exps.sum(dim=dim, keepdim=True)
-    return exps / torch.where(total > 0, total, torch.ones_like(total))
-"""}, codes=("softmax-global-max",)),
+    _honest("fully-masked-nan"),
+    _honest("softmax-unstable"),
+    _honest("softmax-global-max"),
     Sample("bug-softmax-wrong-dim", "bug", "partial", {"scaled_dot_product_attention": """
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = scale_scores(attention_scores(q, k), q.shape[-1])
@@ -184,18 +130,8 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     weights = softmax(apply_mask(scores, mask), dim=-1)
     return weights @ k, weights
 """}, codes=("output-used-k",)),
-    Sample("bug-assumes-square", "bug", "partial", {"scaled_dot_product_attention": """
-def scaled_dot_product_attention(q, k, v, mask=None):
-    L = q.shape[-2]
-    scores = scale_scores(attention_scores(q, k), q.shape[-1]).reshape(*q.shape[:-1], L)
-    weights = softmax(apply_mask(scores, mask), dim=-1)
-    return attention_output(weights, v), weights
-"""}, codes=("assumes-square",)),
-    Sample("bug-returns-not-tuple", "bug", "partial", {"scaled_dot_product_attention": """
-def scaled_dot_product_attention(q, k, v, mask=None):
-    scores = scale_scores(attention_scores(q, k), q.shape[-1])
-    return attention_output(softmax(apply_mask(scores, mask), dim=-1), v)
-"""}, codes=("returns-not-tuple",)),
+    _honest("assumes-square"),
+    _honest("returns-not-tuple"),
     Sample("bug-causal-off-by-one", "bug", "partial", {"causal_mask": """
 def causal_mask(L, S, device=None):
     return torch.ones(L, S, dtype=torch.bool, device=device).tril(-1)
@@ -212,15 +148,7 @@ def key_padding_to_attn_mask(key_padding_mask):
 def key_padding_to_attn_mask(key_padding_mask):
     return ~key_padding_mask.bool()
 """}, codes=("padding-shape",)),
-    Sample("bug-dtype-changed", "bug", "partial", {"softmax": """
-def softmax(x, dim=-1):
-    x = x.float()
-    m = x.amax(dim=dim, keepdim=True)
-    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-    exps = torch.exp(x - m)
-    total = exps.sum(dim=dim, keepdim=True)
-    return exps / torch.where(total > 0, total, torch.ones_like(total))
-"""}, codes=("dtype-changed",)),
+    _honest("dtype-changed"),
     Sample("bug-hand-unscaled", "bug", "partial", {"hand-calc-answers": """
 hand_scores = [0.0, 2 * math.log(2), 2 * math.log(5)]
 hand_scaled = [0.0, 2 * math.log(2), 2 * math.log(5)]

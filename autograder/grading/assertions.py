@@ -8,7 +8,9 @@ plugin turns that into feedback.  Nothing here runs student code.
 """
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 import torch
@@ -25,14 +27,45 @@ if TYPE_CHECKING:
 TOLERANCE_KEY = "tolerance"
 
 
-class CheckFailed(AssertionError):
-    """A check failed for a reason we can explain to the student."""
+@dataclass
+class Replay:
+    """How to call a function again: what a failed tensor comparison needs to be shrunk (``shrink``)."""
 
-    def __init__(self, message: str, codes: Iterable[str] = (), example: Optional[dict] = None) -> None:
+    function: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    select: Optional[int] = None
+
+
+class CheckFailed(AssertionError):
+    """A check failed for a reason we can explain to the student.
+
+    `explained_by`: codes that account for the whole failure and live in other parts (a dtype mistake in a
+    value check, a missing tuple in a check that reads only the output).  With each mistake charged once,
+    the check keeps its points if those parts charged them (``hidden_checks.settle_charges``).
+    """
+
+    def __init__(self, message: str, codes: Iterable[str] = (), example: Optional[dict] = None,
+                 explained_by: Iterable[str] = (), replay: Optional[Replay] = None) -> None:
         super().__init__(message)
         self.message = message
         self.codes = list(dict.fromkeys(codes))
         self.example = example or {}
+        self.explained_by = list(dict.fromkeys(explained_by))
+        self.replay = replay  # the call to shrink into a smaller failing example
+
+
+# With each mistake charged once, the scoring plugin sets this to a list for each check: a failure that
+# another part accounts for (`CheckFailed.explained_by`) is recorded there and the check goes on, so
+# every later sub-case still runs before its credit is decided.  None (strict grading): it raises.
+EXPLAINED: contextvars.ContextVar = contextvars.ContextVar("explained", default=None)
+
+
+def _raise_unless_explained(failure: CheckFailed) -> None:
+    collected = EXPLAINED.get()
+    if collected is None or not failure.explained_by:
+        raise failure
+    collected.append(failure)
 
 
 def attention_pair(value: Any) -> Optional[tuple]:
@@ -64,14 +97,20 @@ def require_ok(result: CallResult, what: str) -> Any:
         names = ", ".join(dict.fromkeys(result.forbidden))
         raise CheckFailed(f"{what}：调用了评分时禁止的 API（{names}）。", forbidden_codes(result.forbidden))
     if not result.ok:
-        codes = []
-        text = f"{result.ename} {result.evalue}"
-        if "without overflow" in text or "overflow" in text.lower():
-            codes.append("half-overflow")
-        if "is not on the expected device" in text or "Expected all tensors to be on the same device" in text:
-            codes.append("device-mismatch")
-        raise CheckFailed(f"{what}：{result.describe()}", codes)
+        raise CheckFailed(f"{what}：{result.describe()}", text_codes(f"{result.ename} {result.evalue}"))
     return result.value
+
+
+def text_codes(text: str) -> list[str]:
+    """Codes an exception's text names: PyTorch's own message for a fill value float16 cannot hold, or for
+    tensors on two devices.  (A student may raise the same text: a code found so is only ever credited
+    after its home part charged it in full, see ``hidden_checks.settle_charges``.)"""
+    codes = []
+    if "value cannot be converted to type" in text and "without overflow" in text:
+        codes.append("half-overflow")
+    if "is not on the expected device" in text or "Expected all tensors to be on the same device" in text:
+        codes.append("device-mismatch")
+    return codes
 
 
 def _describe_args(args, kwargs):
@@ -146,8 +185,11 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
     if select is not None:
         pair = attention_pair(value)
         if pair is None:
-            raise CheckFailed(f"{what}：应返回 (output, weights) 两个张量，实际返回 {_form(value)}。",
-                              ["returns-not-tuple"])
+            # A lone output where only the output is read: charged by the attention part; its values still count.
+            _raise_unless_explained(CheckFailed(
+                f"{what}：应返回 (output, weights) 两个张量，实际返回 {_form(value)}。", ["returns-not-tuple"],
+                explained_by=["returns-not-tuple"] if select == 0 and isinstance(value, TensorSpec) else []))
+            pair = (value, None)
         value = pair[select]
     if not isinstance(value, TensorSpec):
         raise CheckFailed(f"{what}：应返回 torch.Tensor，实际返回 {value!r:.80}。")
@@ -156,16 +198,23 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
     example = {"输入": _describe_args(args, kwargs), "期望形状": list(expected.shape), "你的形状": list(value.shape)}
     tol = tol or cases.default_tolerance(function, args, kwargs, select) or tolerances.floor_for(torch.float64)
     diag_args = diagnose_with or (args, kwargs)
+    # A plain float64 call on the CPU can be replayed on smaller inputs to shrink the example.
+    replay = Replay(function, tuple(args), dict(kwargs), select) if (
+        dtype is None and device == "cpu" and diagnose_with is None and function in cases.REFERENCES) else None
     if tuple(value.shape) != tuple(expected.shape):
         codes = _shape_codes(function, diag_args, value, select)
-        raise CheckFailed(f"{what}：输出形状应为 {list(expected.shape)}，实际为 {list(value.shape)}。", codes, example)
+        raise CheckFailed(f"{what}：输出形状应为 {list(expected.shape)}，实际为 {list(value.shape)}。", codes, example,
+                          replay=replay)
     want_dtype = str(dtype if dtype is not None else expected.dtype).replace("torch.", "")
     if value.dtype != want_dtype:
-        raise CheckFailed(f"{what}：输出 dtype 应与输入一致（{want_dtype}），实际为 {value.dtype}。",
-                          ["dtype-changed"], example)
+        _raise_unless_explained(CheckFailed(
+            f"{what}：输出 dtype 应与输入一致（{want_dtype}），实际为 {value.dtype}。", ["dtype-changed"], example,
+            explained_by=_dtype_only(function, args, kwargs, select, value, expected, dtype)))
     if not value.device.startswith(device):
         raise CheckFailed(f"{what}：输出应在输入所在的设备 {device} 上，实际在 {value.device}。",
                           ["device-mismatch"], example)
+    if value.dtype != want_dtype:
+        return value  # right values at the precision returned (`_dtype_only`): the dtype part grades the rest
     if value.tensor is None:
         if device == "meta" and value.device == "meta":
             return value  # the check asked for a meta run: shape, dtype and device are all there is
@@ -181,7 +230,7 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
         message = f"{what}：输出里出现了 NaN。"
     else:
         message = f"{what}：数值与参考结果不符（最大误差 {tolerances.max_error(actual, expected):.3g}）。"
-    raise CheckFailed(message, codes, example)
+    raise CheckFailed(message, codes, example, replay=replay)
 
 
 def expect_explained(result: CallResult, expected: torch.Tensor, *, function: str, args: Sequence,
@@ -225,6 +274,18 @@ def expect_explained(result: CallResult, expected: torch.Tensor, *, function: st
                                                                  equal_nan=True).all()):
             return value
     raise CheckFailed(f"{what}：在 CPU 上的结果既不正确，也不是已诊断的错误，设备与精度的检查无法评分。")
+
+
+def _dtype_only(function, args, kwargs, select, value, expected, dtype) -> list[str]:
+    """["dtype-changed"] when the values are right at the lower of the precisions wanted and returned: the
+    dtype is then the only mistake of this output (the device and dtype part grades it)."""
+    if value.tensor is None or function not in cases.REFERENCES \
+            or tuple(value.shape) != tuple(expected.shape) or not value.tensor.is_floating_point():
+        return []
+    returned, wanted = value.tensor.dtype, dtype if dtype is not None else expected.dtype
+    probe = max((returned, wanted), key=lambda d: torch.finfo(d).eps if d.is_floating_point else 0.0)
+    tol = cases.tolerance(cases.REFERENCES[function], args, probe, select=select, **kwargs)
+    return ["dtype-changed"] if tolerances.close(value.tensor, expected, tol) else []
 
 
 def _shape_codes(function, diag_args, value, select):

@@ -1,27 +1,33 @@
-"""Charge each mistake once: a composite part against the student's own helpers, composed correctly.
+"""Charge each mistake once: a composite part judged against the student's own helpers, composed correctly.
 
-``scaled_dot_product_attention`` (and the parts built on it) is composed from
-five helpers the student also wrote.  A bug in one helper makes the composite
-differ from PyTorch too; without care the same mistake costs points in every
-part above it.  So when a composite check fails, the grader composes the
-student's *own* helpers correctly -- each called in the sandbox, on the
-previous helper's returned tensor -- and compares:
+``scaled_dot_product_attention`` (and the device checks that call it) is
+composed from five helpers the student also wrote.  A bug in one helper makes
+the composite differ from PyTorch too; without care the same mistake costs
+points in every part above it.  So when a composite check fails, the grader
+composes the student's *own* helpers correctly -- each called in the sandbox,
+on the previous helper's returned tensor -- and compares:
 
-- the composite equals that composition, and
-- every difference from PyTorch is explained by a known misconception that a
-  helper shows on these very inputs (its mutant reproduces that helper's
-  output), and that misconception lives in that helper (`HOME`),
+- the composite returned what that composition returns, or raised the same
+  exception where the composition raised -- and then, on a case the
+  composition can compute (square, float32), returns what it returns there, and
+- every difference from PyTorch is a known misconception that a helper shows
+  on these very inputs (its mutant reproduces that helper's output, its
+  output is right but in another dtype, or it raised for a reason the
+  misconception explains),
 
-then the composite is right *as a composition*: its points are kept and the
-feedback names the helper where the mistake lives.  Otherwise it fails as
-before.  Everything compared is data this process received and checked;
-a helper whose output did not arrive gives no credit.
+then the sub-case is *explained*: every sub-case of the check still runs, and
+a check whose failing sub-cases are all explained keeps its points, naming the
+helper's codes (`ExplainedElsewhere`).
 
-Off by default (``charge_each_mistake_once = False``): a red-team pass showed
-that helpers can keep state between calls and misbehave only inside the
-composition, while one cheap check of the helper's own part "charges" the
-code (a 1-point loss in place of 13).  Until the credit is tied to what the
-helper's part really lost, strict end-to-end grading is the safe default.
+Why this cannot be gamed: the composition is only evidence of *where* a
+difference comes from.  The credit itself is decided afterwards, from the
+whole grade (``hidden_checks.settle_charges``): a code explains a composite
+only if the part where it lives charged it, and charged at least what that part
+charges an honest holder of the code (``honest``) on the same seed.  A helper
+that misbehaves only inside the composite, is right except on one cheap check,
+detects the grader's own chain calls, or a composite that inlines a bug of its
+own, gains nothing: either the difference is not explained, or the points come
+off in the home part, at least as many as the honest student loses there.
 """
 from __future__ import annotations
 
@@ -31,12 +37,13 @@ from typing import Optional
 import torch
 
 from . import cases, tolerances
-from .assertions import TensorSpec, diagnose
+from .assertions import CheckFailed, TensorSpec, diagnose, text_codes
 from .misconceptions import COMPOSITE_HOME
 
-# Where each misconception lives: the helper whose own part charges it (declared in the registry).
+# Where each misconception that a composite may pass on lives: the part that charges it (the registry).
 HOME = COMPOSITE_HOME
 
+COMPOSITE = "scaled_dot_product_attention"
 # The helpers in the order the composite uses them.
 CHAIN = ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output")
 
@@ -45,18 +52,20 @@ CHAIN = ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention
 class Composition:
     """The student's helpers composed correctly on one input, and what they got wrong there."""
 
-    output: Optional[torch.Tensor]
-    weights: Optional[torch.Tensor]
+    output: Optional[torch.Tensor] = None
+    weights: Optional[torch.Tensor] = None
+    raised: Optional[tuple] = None  # (ename, evalue) of the helper call where the chain stopped
     codes: list = field(default_factory=list)  # misconceptions the helpers show on these inputs
     helpers: list = field(default_factory=list)  # the helpers that show them
 
 
 class ExplainedElsewhere(Exception):
-    """A composite check that keeps its points: its differences come from helpers charged in their own parts."""
+    """A check that keeps its points: its differences come from codes charged in their own parts."""
 
-    def __init__(self, message: str, codes: list, helpers: list):
+    def __init__(self, message: str, codes: list, helpers: list, failure: Optional[dict] = None):
         super().__init__(message)
         self.message, self.codes, self.helpers = message, list(codes), list(helpers)
+        self.failure = failure or {}  # the failure it explains: what the check reports if the credit is withdrawn
 
 
 def _tensor(result) -> Optional[torch.Tensor]:
@@ -72,62 +81,193 @@ def _same(actual, expected, tol) -> bool:
         actual.to(torch.float64), expected.to(torch.float64), atol=tol.atol, rtol=tol.rtol, equal_nan=True).all())
 
 
+def _reference(function, args):
+    """PyTorch's result for one helper on the student's intermediate tensors, or the exception it raises."""
+    try:
+        if function == "apply_mask" and args[1] is not None \
+                and torch.broadcast_shapes(args[0].shape, args[1].shape) != args[0].shape:
+            raise ValueError("the mask does not broadcast to the scores' shape")  # masked_fill would widen them
+        return cases.REFERENCES[function](*args), None
+    except Exception as exc:  # noqa: BLE001 - e.g. shapes a transposed helper left behind
+        return None, exc
+
+
+def _precision(*dtypes):
+    """The lowest precision among `dtypes` (the one whose rounding a comparison must allow for)."""
+    return max((d for d in dtypes if d.is_floating_point), key=lambda d: torch.finfo(d).eps, default=torch.float64)
+
+
+def _tolerance(function, args, *dtypes):
+    """How far a correct result may be from PyTorch's on these inputs, at the lowest precision involved."""
+    inputs = [a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    probe = _precision(*inputs, *dtypes)
+    if probe == torch.float64:
+        return cases.default_tolerance(function, args, {}) or tolerances.floor_for(torch.float64)
+    return cases.tolerance(cases.REFERENCES[function], args, probe)
+
+
+def _helper_codes(function, args, got, expected) -> Optional[list]:
+    """Known misconceptions (that a composite may pass on) which explain `got` where PyTorch gives
+    `expected`: [] when they agree, None when they differ in a way no such misconception explains."""
+    tol = _tolerance(function, args, got.dtype, expected.dtype)
+    if got.dtype != expected.dtype:
+        # Right values in another dtype: the dtype mistake, and only if the values are right at that precision.
+        return ["dtype-changed"] if "dtype-changed" in HOME and _same(got, expected, tol) else None
+    if _same(got, expected, tol):
+        return []
+    return [c for c in diagnose(function, args, {}, got, expected, tol) if c in HOME] or None
+
+
 def compose(student, q, k, v, mask=None) -> Optional[Composition]:
-    """Call the student's helpers in order, each on the previous one's output; None without full evidence."""
-    inputs = {"attention_scores": (q, k)}
+    """Call the student's helpers in order, each on the previous one's output; None when a difference
+    from PyTorch is not a known misconception, or the evidence is incomplete."""
     outputs = {}
-    result = Composition(None, None)
+    result = Composition()
     for function in CHAIN:
-        if function == "scale_scores":
-            inputs[function] = (outputs["attention_scores"], q.shape[-1])
-        elif function == "apply_mask":
-            inputs[function] = (outputs["scale_scores"], mask)
-        elif function == "softmax":
-            inputs[function] = (outputs["apply_mask"], -1)
-        elif function == "attention_output":
-            inputs[function] = (outputs["softmax"], v)
-        call = student.call(function, *inputs[function])
-        got = _tensor(call)
-        if got is None or not got.is_floating_point():
+        args = {"attention_scores": lambda: (q, k),
+                "scale_scores": lambda: (outputs["attention_scores"], q.shape[-1]),
+                "apply_mask": lambda: (outputs["scale_scores"], mask),
+                "softmax": lambda: (outputs["apply_mask"], -1),
+                "attention_output": lambda: (outputs["softmax"], v)}[function]()
+        call = student.call(function, *args)
+        expected, reference_error = _reference(function, args)
+        if call.forbidden:
             return None
+        if call.status == "raised":
+            if reference_error is None:  # raised where PyTorch computes: only a known reason explains it
+                # (only the helper where the code lives raises for it: half-overflow in apply_mask)
+                codes = [c for c in text_codes(f"{call.ename} {call.evalue}") if HOME.get(c) == function]
+                if not codes:
+                    return None
+                result.codes.extend(c for c in codes if c not in result.codes)
+                result.helpers.append(function)
+            result.raised = (call.ename, call.evalue)
+            return result
+        got = _tensor(call)
+        if reference_error is not None or got is None or not got.is_floating_point():
+            return None  # returned where PyTorch raises, or no tensor with values to compare
         outputs[function] = got
-        args = inputs[function]
-        expected = cases.REFERENCES[function](*args)
-        tol = cases.default_tolerance(function, args, {}) or tolerances.floor_for(torch.float64)
-        if _same(got, expected, tol):
-            continue
-        codes = [c for c in diagnose(function, args, {}, got, expected, tol) if HOME.get(c) == function]
-        if not codes:
+        codes = _helper_codes(function, args, got, expected)
+        if codes is None:
             return None  # a difference no helper misconception explains
-        result.codes.extend(c for c in codes if c not in result.codes)
-        result.helpers.append(function)
+        if codes:
+            result.codes.extend(c for c in codes if c not in result.codes)
+            result.helpers.append(function)
     result.output, result.weights = outputs["attention_output"], outputs["softmax"]
     return result
+
+
+def _matches(result, composed: Composition, weights: bool) -> bool:
+    """The composite call's `result` is what the composition gave: the same exception, or the same tensors."""
+    if composed.raised is not None:
+        return result.status == "raised" and not result.forbidden and (result.ename, result.evalue) == composed.raised
+    value = result.value if result.ok and not result.forbidden else None
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        return False
+    pairs = [(value[0], composed.output)] + ([(value[1], composed.weights)] if weights else [])
+    for returned, own in pairs:
+        if not isinstance(returned, TensorSpec) or returned.missing_data() or returned.tensor.dtype != own.dtype \
+                or not _same(returned.tensor, own, tolerances.floor_for(torch.float64)):
+            return False
+    return True
+
+
+def _square(q, k, v, mask):
+    """The same case with as many keys as queries (None when it already has)."""
+    L, S = q.shape[-2], k.shape[-2]
+    if L == S:
+        return None
+    n = min(L, S)
+    if mask is not None:
+        mask = mask[..., :n] if mask.shape[-1] > 1 else mask
+        mask = mask[..., :n, :] if mask.dim() > 1 and mask.shape[-2] > 1 else mask
+    return q[..., :n, :], k[..., :n, :], v[..., :n, :], mask
+
+
+def _in(dtype):
+    """The same case in `dtype` (None when it already is)."""
+    def cast(q, k, v, mask):
+        if q.dtype == dtype:
+            return None
+        return tuple(t.to(dtype) if t is not None and t.is_floating_point() else t for t in (q, k, v, mask))
+    return cast
+
+
+WITNESSES = (_square, _in(torch.float32), _in(torch.float64),
+             lambda *a: _in(torch.float32)(*(_square(*a) or a)), lambda *a: _in(torch.float64)(*(_square(*a) or a)))
+
+
+def _witnessed(student, q, k, v, mask, weights) -> bool:
+    """A composite that raised where its helpers' composition raises is right *as a composition* only if,
+    on a case the composition can compute (as many keys as queries, another precision, or both), it returns
+    exactly what the composition returns: raising alone shows nothing of its own code."""
+    for make in WITNESSES:
+        case = make(q, k, v, mask)
+        if case is None:
+            continue
+        composed = compose(student, *case)
+        if composed is None or composed.raised is not None:
+            continue
+        call = student.call(COMPOSITE, *(case if case[3] is not None else case[:3]))
+        return _matches(call, composed, weights)
+    return False
 
 
 def explain(student, q, k, v, mask, result, weights: bool = True, what: str = "") -> Optional[ExplainedElsewhere]:
     """`ExplainedElsewhere` when the composite call's `result` equals the composition of the student's
     own helpers and every difference is a helper's misconception."""
     composed = compose(student, q, k, v, mask)
-    if composed is None or not composed.codes:
+    if composed is None or not composed.codes or not _matches(result, composed, weights):
         return None
-    value = result.value if result.ok else None
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
+    if composed.raised is not None and not _witnessed(student, q, k, v, mask, weights):
         return None
-    pairs = [(value[0], composed.output)] + ([(value[1], composed.weights)] if weights else [])
-    for returned, own in pairs:
-        if not isinstance(returned, TensorSpec) or returned.missing_data() \
-                or not _same(returned.tensor, own, tolerances.floor_for(torch.float64)):
-            return None
     where = "、".join(composed.helpers)
     codes = "".join(f"[{c}]" for c in composed.codes)
     return ExplainedElsewhere(
-        f"{what}与 PyTorch 的结果不同，但差异全部来自 {where} 中的 {codes}（已在那一部分扣分）；"
+        f"{what}与 PyTorch 的结果不同，但差异全部来自 {where} 中的 {codes}（在它所在的部分扣分）；"
         f"按你自己的函数组合，这一步是对的，不重复扣分。", composed.codes, composed.helpers)
 
 
-def explain_result(student, grading: dict, result, q, k, v, mask, weights: bool, what: str):
-    """`explain` when ``charge_once`` was configured (off by default: see the module docstring)."""
-    if not grading.get("charge_once", False) or result.forbidden:
+def explain_result(student, grading: dict, result, q, k, v, mask, weights: bool, what: str,
+                   failure: Optional[Exception] = None):
+    """`explain` unless the course grades strictly end to end (``charge_once`` configured off); `failure`
+    is the `CheckFailed` it would explain."""
+    if not grading.get("charge_once", True) or result.forbidden:
         return None
-    return explain(student, q, k, v, mask, result, weights, what)
+    explained = explain(student, q, k, v, mask, result, weights, what)
+    if explained is not None and failure is not None:
+        explained.failure = {"message": failure.message, "codes": failure.codes, "example": failure.example}
+    return explained
+
+
+class SubCases:
+    """Every sub-case of a check runs before its credit is decided: an explained sub-case does not end it.
+
+    ``run`` calls one sub-case; a failure nothing explains propagates at once (the check fails), an
+    explained one (`ExplainedElsewhere`, or with each mistake charged once a `CheckFailed` whose
+    `explained_by` accounts for it) is kept; ``settle`` raises one `ExplainedElsewhere` for all at the end.
+    """
+
+    def __init__(self, grading: dict) -> None:
+        self.charge_once = grading.get("charge_once", True)
+        self.explained = []
+
+    def run(self, subcase, *args, **kwargs):
+        try:
+            return subcase(*args, **kwargs)
+        except ExplainedElsewhere as explained:
+            self.explained.append(explained)
+        except CheckFailed as failure:
+            if not (self.charge_once and failure.explained_by):
+                raise
+            self.explained.append(ExplainedElsewhere(failure.message, failure.explained_by, [], {
+                "message": failure.message, "codes": failure.codes, "example": failure.example}))
+        return None
+
+    def settle(self) -> None:
+        if not self.explained:
+            return
+        codes = list(dict.fromkeys(c for e in self.explained for c in e.codes))
+        helpers = list(dict.fromkeys(h for e in self.explained for h in e.helpers))
+        raise ExplainedElsewhere("\n".join(dict.fromkeys(e.message for e in self.explained)), codes, helpers,
+                                 next((e.failure for e in self.explained if e.failure), None))

@@ -8,6 +8,7 @@ process never executes student code: the session does that in the sandbox.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 import pytest
 
-from .assertions import CheckFailed
+from .assertions import EXPLAINED, CheckFailed
 from .composition import HOME, ExplainedElsewhere
 
 if TYPE_CHECKING:
@@ -43,9 +44,12 @@ class CheckResult:
     codes: list = field(default_factory=list)
     example: dict = field(default_factory=dict)
     grader_error: bool = False
-    # Passed as a composition: the differences from PyTorch come from these codes,
-    # charged in the helpers' own parts (see composition.py).
+    # Passed because its differences from PyTorch come from these codes, charged in their own
+    # parts (see composition.py); `settle_charges` confirms or withdraws that credit.
     charged_elsewhere: list = field(default_factory=list)
+    # What the check reported when it failed, restored if the credit is withdrawn.
+    failure: dict = field(default_factory=dict)
+    replay: Any = None  # a failed comparison to shrink (``shrink.Replay``)
 
 
 @dataclass
@@ -77,6 +81,7 @@ class _Plugin:
                  context: dict) -> None:
         self._student, self._parts, self._seed_key, self._context = student, set(parts), seed_key, context
         self.results = {}
+        self._explained = {}  # nodeid -> the CheckFailed a check recorded and went on from
 
     @pytest.fixture
     def student(self) -> Union[StudentSession, LocalStudent]:
@@ -100,16 +105,28 @@ class _Plugin:
         items[:] = keep
 
     @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, None]:
+        """With each mistake charged once, a failure another part accounts for does not end the check."""
+        collected = [] if self._context.get("charge_once", True) else None
+        token = EXPLAINED.set(collected)
+        try:
+            yield
+        finally:
+            EXPLAINED.reset(token)
+            self._explained[item.nodeid] = collected or []
+
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, None]:
         outcome = yield
         report = outcome.get_result()
         if report.skipped:
             return  # e.g. CUDA checks on a CPU-only grader: neither pass nor fail
         if report.when == "call" or (report.when == "setup" and report.failed):
-            self.results[item.nodeid] = self._result(item, call)
+            result = self._result(item, call, self._context.get("charge_once", True))
+            self.results[item.nodeid] = _with_recorded(result, self._explained.pop(item.nodeid, []))
 
     @staticmethod
-    def _result(item, call):
+    def _result(item, call, charge_once):
         marker = item.get_closest_marker("points")
         max_points = float(marker.args[0]) if marker else 0.0
         doc = (getattr(item.function, "__doc__", None) or item.name).strip().splitlines()[0]
@@ -119,13 +136,30 @@ class _Plugin:
         exc = call.excinfo.value
         if isinstance(exc, ExplainedElsewhere):
             return CheckResult(points=max_points, passed=True, message=exc.message,
-                               charged_elsewhere=exc.codes, **base)
+                               charged_elsewhere=exc.codes, failure=exc.failure, **base)
         if isinstance(exc, CheckFailed):
-            return CheckResult(points=0.0, passed=False, message=exc.message, codes=exc.codes,
-                               example=exc.example, **base)
+            failure = dict(message=exc.message, codes=exc.codes, example=exc.example)
+            if exc.explained_by and charge_once:
+                return CheckResult(points=max_points, passed=True, message=exc.message,
+                                   charged_elsewhere=exc.explained_by, failure=failure, **base)
+            return CheckResult(points=0.0, passed=False, replay=exc.replay, **failure, **base)
         log.error("check %s crashed inside the grader: %r", item.nodeid, exc)
         return CheckResult(points=0.0, passed=False, grader_error=True,
                            message=f"评分器内部错误（{type(exc).__name__}），请联系助教。", **base)
+
+
+def _with_recorded(result: CheckResult, recorded: list) -> CheckResult:
+    """A check's result with the failures it recorded and went on from: a check that otherwise passed
+    passes as charged elsewhere; one that failed for a reason of its own stays failed."""
+    if not recorded or not result.passed:
+        return result
+    codes = list(dict.fromkeys([*result.charged_elsewhere, *(c for f in recorded for c in f.explained_by)]))
+    first = recorded[0]
+    failure = result.failure or {"message": first.message, "codes": first.codes, "example": first.example}
+    message = result.message if result.charged_elsewhere else \
+        f"{first.message}（这一点在它所在的部分扣分：{''.join(f'[{c}]' for c in codes)}）"
+    result.charged_elsewhere, result.failure, result.message = codes, failure, message
+    return result
 
 
 def _part_of(item):
@@ -135,8 +169,11 @@ def _part_of(item):
 
 
 def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str], *, seed_key: Sequence[object],
-               context: Optional[dict] = None) -> dict[str, PartResult]:
-    """Grade `parts` against a live session; returns {part: PartResult}."""
+               context: Optional[dict] = None, settle: bool = True) -> dict[str, PartResult]:
+    """Grade `parts` against a live session; returns {part: PartResult}.
+
+    `settle` decides the credit of checks explained by codes charged elsewhere (`settle_charges`).
+    """
     plugin = _Plugin(student, parts, seed_key, context or {})
     args = [str(CHECKS_DIR), "-c", os.devnull, "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:warnings",
             # these two force a full gc.collect() around every test, a large share of the checks' time
@@ -153,28 +190,96 @@ def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str
     results = {part: PartResult(part) for part in parts}
     for res in plugin.results.values():
         results.setdefault(res.part, PartResult(res.part)).checks.append(res)
-    _require_charged(results)
+    if settle:
+        settle_charges(results, seed_key, context or {})
+        _shrink_examples(student, results)
     return results
 
 
-def _require_charged(results):
-    """A check that passed as a composition keeps its points only if the helper where the mistake
-    lives (``composition.HOME``) really charged it: a failing check of that part names the code.
+def _shrink_examples(student, results) -> None:
+    """Replace each failed comparison's example by the smallest one found (after every score is decided)."""
+    from .assertions import TOLERANCE_KEY
+    from .shrink import shrink
 
-    The composite sees the helper's misconception on its own inputs; a helper whose own
-    checks never show it (it misbehaves only on the composite's inputs) has charged nothing.
+    for result in results.values():
+        for check in result.checks:
+            if check.passed or check.replay is None:
+                continue
+            example = shrink(student, check.replay)
+            if example is not None:
+                tolerance = check.example.get(TOLERANCE_KEY)
+                check.example = {**example, **({TOLERANCE_KEY: tolerance} if tolerance else {})}
+
+
+def settle_charges(results: dict, seed_key: Sequence[object], context: dict, yardstick: bool = True) -> None:
+    """Decide the credit of every check that passed because its differences are charged elsewhere.
+
+    A code pays for such a check only if the part where it lives (``composition.HOME``) charged it: a
+    failing check of that part names the code, and that part lost at least what it takes from an honest
+    holder of the code on the same seed (`honest_loss`).  Otherwise the check fails here, naming the
+    codes.  A helper that misbehaves only where the composite calls it, or is wrong on one cheap check
+    alone, or a composite with a bug of its own, therefore never scores more than the honest student.
     """
+    candidates = [(result.part, check) for result in results.values() for check in result.checks
+                  if check.passed and check.charged_elsewhere]
+    # A code whose home is the check's own part: another check of that part must charge it for real.
+    own = [(part, check) for part, check in candidates if any(HOME.get(c) == part for c in check.charged_elsewhere)]
+    _settle(results, own, seed_key, context, yardstick)
+    # Then the others, against the home parts as they now stand (with every credit still standing,
+    # their losses are the lowest they can be, so no later decision can undo a gate that passed).
+    _settle(results, [c for c in candidates if c not in own and c[1].passed], seed_key, context, yardstick)
+
+
+def _settle(results, candidates, seed_key, context, yardstick):
     charged = {}  # code -> parts whose failing checks name it
     for result in results.values():
         for check in result.checks:
             for code in check.codes if not check.passed else ():
                 charged.setdefault(code, set()).add(result.part)
-    for result in results.values():
-        for check in result.checks:
-            missing = [code for code in check.charged_elsewhere
-                       if HOME.get(code) not in charged.get(code, set()) - {result.part}]
-            if check.passed and missing:
-                check.passed, check.points, check.charged_elsewhere = False, 0.0, []
-                check.codes = list(missing)
-                check.message = (f"与 PyTorch 的结果不同；差异来自辅助函数中的 {''.join(f'[{c}]' for c in missing)}，"
-                                 "但那个函数自己的检查没有发现它，所以在这里扣分。")
+    lost = {part: result.max_points - result.points for part, result in results.items()}
+    decisions = []
+    for _part, check in candidates:
+        short = []
+        for code in check.charged_elsewhere:
+            home = HOME.get(code)
+            if home is None or home not in charged.get(code, set()):
+                short.append((code, None))
+            elif yardstick and lost[home] + 1e-9 < honest_loss(code, home, tuple(seed_key), _frozen(context)):
+                short.append((code, home))
+        decisions.append((check, short))
+    for check, short in decisions:
+        if short:
+            _charge_here(check, short)
+
+
+def _charge_here(check: CheckResult, short: list) -> None:
+    """Withdraw a check's credit: it fails, with what it found (or, for a composite, why it is charged here)."""
+    codes = [code for code, _ in short]
+    homes = "、".join(dict.fromkeys(home for _, home in short if home))
+    why = (f"{homes} 自己的检查因它扣的分，少于真正有这个错误时应扣的分" if homes
+           else "它所在的那一部分没有因它扣分")
+    note = f"差异来自 {''.join(f'[{c}]' for c in codes)}，但{why}，所以在这里扣分。"
+    failure = check.failure or {"message": "与 PyTorch 的结果不同。", "codes": codes, "example": {}}
+    check.passed, check.points, check.charged_elsewhere = False, 0.0, []
+    check.codes = list(dict.fromkeys(list(failure["codes"]) + codes))
+    check.example = failure["example"]
+    own = all(home is None and HOME.get(code) == check.part for code, home in short)
+    check.message = failure["message"] if own else f"{failure['message']}\n{note}"
+
+
+def _frozen(context: dict) -> tuple:
+    return tuple(sorted((k, v) for k, v in context.items() if isinstance(v, (bool, int, float, str))))
+
+
+@functools.lru_cache(maxsize=256)
+def honest_loss(code: str, part: str, seed_key: tuple, context: tuple) -> float:
+    """Points `part` takes, on this seed, from a student whose only mistake is `code` (``honest``)."""
+    from . import honest
+    from .local_student import LocalStudent, reference_namespace
+
+    namespace = reference_namespace()
+    _, source = honest.SOURCES[code]
+    exec(compile(source, f"honest:{code}", "exec"), namespace)  # noqa: S102 - our own model of the mistake
+    results = run_checks(LocalStudent(namespace), [part], seed_key=seed_key, context=dict(context), settle=False)
+    settle_charges(results, seed_key, dict(context), yardstick=False)  # the honest holder is its own yardstick
+    return results[part].max_points - results[part].points

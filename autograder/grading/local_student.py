@@ -10,6 +10,7 @@ the CUDA code path (e.g. {"cuda": "cpu"}).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -73,13 +74,19 @@ def _relabel(value, device_map, requested):
 
 
 def reference_namespace() -> dict[str, Any]:
-    """Globals of the solution notebook's setup and answer cells (trusted code)."""
+    """Globals of the solution notebook's setup and answer cells (trusted code), in a fresh namespace."""
+    namespace = {}
+    for code in _reference_code():
+        exec(code, namespace)  # noqa: S102 - our own code
+    return namespace
+
+
+@functools.lru_cache(maxsize=1)
+def _reference_code() -> tuple:
     import nbformat
 
     from solutions import SOLUTION_NOTEBOOK
 
-    namespace = {}
-    for cell in nbformat.read(str(SOLUTION_NOTEBOOK), as_version=4).cells:
-        if cell.cell_type == "code" and (grade_id(cell) == "setup" or is_answer_cell(cell)):
-            exec(compile(cell.source, grade_id(cell) or "cell", "exec"), namespace)  # noqa: S102 - our own code
-    return namespace
+    return tuple(compile(cell.source, grade_id(cell) or "cell", "exec")
+                 for cell in nbformat.read(str(SOLUTION_NOTEBOOK), as_version=4).cells
+                 if cell.cell_type == "code" and (grade_id(cell) == "setup" or is_answer_cell(cell)))

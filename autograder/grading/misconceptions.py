@@ -3,8 +3,8 @@
 Codes are part of the product's interface (reports count them, tests key on
 them): never rename one.  An entry says what the code means to a student
 (`explanation`, `hint`), the graded part where the mistake lives (`home`:
-the part that charges it), whether a composite that only passes a helper's
-mistake on keeps its points under charge-once (`composite_credit`; this is
+the part that charges it), whether other parts that fail only because of it
+keep their points when each mistake is charged once (`composite_credit`;
 ``composition.HOME``), which graded functions have an executable model of it
 in ``mutants.py`` (`modelled_by`; empty when a check observes it directly),
 and the one-bug sample of the demo class that shows it (`sample`).
@@ -108,23 +108,23 @@ _CATALOGUE = [
                   home="key_padding_to_attn_mask"),
     Misconception("assumes-square", "代码默认 L == S（查询数等于 Key 数）；交叉注意力里两者可以不同。",
                   "分清 q.shape[-2]（L）与 k.shape[-2]（S）。",
-                  home="scaled_dot_product_attention"),
+                  home="scaled_dot_product_attention", composite_credit=True),
     Misconception("inplace-mutation", "函数原地修改了输入张量。", "返回新张量：用 masked_fill 而不是 masked_fill_，不要对输入赋值。",
                   home="apply_mask"),
     Misconception("dtype-changed", "输出的 dtype 与输入不同（例如写死了 float32，或把 float16 变成了 float32）。",
                   "新建张量时用 dtype=x.dtype，或用 *_like 函数。",
-                  home="softmax"),
+                  home="device_dtype", composite_credit=True),
     Misconception("device-mismatch", "在函数内部新建的张量没有放到输入所在的设备上（GPU 上会报错）。",
                   "新建张量时传 device=x.device，或用 *_like 函数。",
                   home="apply_mask"),
     Misconception("half-overflow", "用了 -1e9 之类的大常数：float16 放不下，会报错或溢出。", "用 float('-inf')。",
-                  home="apply_mask",
-                  modelled_by=("fixed_attention", "scaled_dot_product_attention",)),
+                  home="apply_mask", composite_credit=True,
+                  modelled_by=("apply_mask", "fixed_attention", "scaled_dot_product_attention",)),
     Misconception("shape-error-missing", "形状不匹配时没有抛出 ValueError。", "先检查维度，再用清楚的信息 raise ValueError(...)。",
                   home="attention_scores"),
     Misconception("returns-not-tuple", "scaled_dot_product_attention 应返回 (output, weights) 两个张量。",
                   "return output, weights",
-                  home="scaled_dot_product_attention"),
+                  home="scaled_dot_product_attention", composite_credit=True),
 ]
 
 CATALOGUE = {m.code: m for m in _CATALOGUE}

@@ -128,6 +128,7 @@ def variants(function: str, args: Sequence, kwargs: dict) -> dict[str, list[Call
         if mask.dtype == torch.bool:
             out["mask-inverted"] = [lambda: scores.masked_fill(mask, NEG_INF)]
             out["mask-zero-fill"] = [lambda: scores.masked_fill(~mask, 0.0)]
+            out["half-overflow"] = [lambda: scores.masked_fill(~mask, -1e9)]
         return out
     if function == "softmax":
         x = a[0]

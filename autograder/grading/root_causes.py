@@ -2,8 +2,9 @@
 
 A bug in one helper shows up in several parts (the composite, the debugging
 fix, the device checks).  The student should fix it once, where it lives:
-this summary, placed at the top of the feedback, says which code, in which
-part, and which other parts it explains.
+this summary, at the top of the feedback page (above the per-part scores and
+the notebook), says which code, in which part (a link to that part's cell),
+and which other parts it explains.
 """
 from __future__ import annotations
 
@@ -50,17 +51,26 @@ def render_text(causes: list, labels: dict) -> str:
     return "\n".join(lines)
 
 
-def render_html(causes: list, labels: dict) -> str:
+def render_html(causes: list, labels: dict, anchors: dict = None) -> str:
+    """The summary for the top of the feedback page; `anchors` maps a part to its grade cell's id (a link)."""
     esc = html.escape
+    anchors = anchors or {}
     items = []
+
+    def part(name):
+        label = esc(labels.get(name, name))
+        return f'<a href="#{esc(anchors[name])}">{label}</a>' if name in anchors else label
+
     for cause in causes:
         entry = CATALOGUE[cause["code"]]
         also = ""
         if cause["also"]:
-            also = f"<br>它也是 {esc('、'.join(labels.get(p, p) for p in cause['also']))} 未通过的原因。"
-        items.append(f'<li><span class="code">[{esc(cause["code"])}]</span> 在 '
-                     f"<b>{esc(labels.get(cause['home'], cause['home']))}</b>：{esc(entry.explanation)}"
+            also = f"<br>它也是 {'、'.join(part(p) for p in cause['also'])} 未通过的原因。"
+        items.append(f'<li id="code-{esc(cause["code"])}"><span class="code">[{esc(cause["code"])}]</span> 在 '
+                     f"<b>{part(cause['home'])}</b>：{esc(entry.explanation)}"
                      f"<br>提示：{esc(entry.hint)}{also}</li>")
-    return ('<div class="sdpa-fb" style="border:2px solid #b42318;border-radius:6px;padding:6px 10px">'
-            '<div class="sum">先修这里（每个错误只列一次，从它所在的部分改起）</div>'
-            f"<ul>{''.join(items)}</ul></div>")
+    return ('<section class="sdpa-fb sdpa-causes" aria-labelledby="sdpa-causes-title" '
+            'style="border:2px solid #b42318;border-radius:6px;padding:6px 10px;margin:8px 0">'
+            '<h2 id="sdpa-causes-title" class="sum" style="font-size:1.1em;margin:0.2em 0">'
+            '先修这里（每个错误只列一次，从它所在的部分改起）</h2>'
+            f"<ul>{''.join(items)}</ul></section>")

@@ -15,9 +15,12 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
 from ..notebook.cells import grade_id, is_test_cell, nbgrader_meta, part_of, student_code_cells
+from ..notebook.editions import seed_assignment
 from .state import EXECUTION, Shared
 
 log = logging.getLogger(__name__)
+# Notebook metadata key of the root-cause summary ({"text", "html"}) that the feedback page opens with.
+SUMMARY_KEY = "sdpa_root_causes"
 
 
 def _locate_events(nb, positions, events, info):
@@ -35,12 +38,12 @@ def _locate_events(nb, positions, events, info):
 class TrustedScoring(NbGraderPreprocessor):
     """Score grade cells from the session's results; no student code runs here."""
 
-    charge_each_mistake_once = Bool(False, help=(
-        "Charge a helper's mistake only in the helper's own part: a composite part (scaled_dot_product_attention "
-        "and the parts built on it) keeps its points when it equals the correct composition of the student's own "
-        "helpers and every difference from PyTorch is a misconception those helpers show. False: strict "
-        "end-to-end grading, every part compared with PyTorch alone. Off by default: helpers that keep state can "
-        "misbehave only inside the composition (see autograder/grading/composition.py).")).tag(config=True)
+    charge_each_mistake_once = Bool(True, help=(
+        "Charge each mistake once, in the part where it lives: a part that fails only because of a helper's "
+        "known misconception (scaled_dot_product_attention composed from the student's own helpers, the device "
+        "and dtype checks) keeps its points, provided the helper's own part charged that misconception at least "
+        "as much as it charges an honest holder of it (see autograder/grading/composition.py). False: strict "
+        "end-to-end grading, every part compared with PyTorch alone.")).tag(config=True)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         # The grading engine (torch, pytest) loads with the first notebook graded, not with every
@@ -55,7 +58,7 @@ class TrustedScoring(NbGraderPreprocessor):
         info = resources["nbgrader"]
         try:
             parts = [p for p in (part_of(c) for c in nb.cells if is_test_cell(c)) if p]
-            results = run_checks(session, parts, seed_key=(info["assignment"], info["student"]),
+            results = run_checks(session, parts, seed_key=(seed_assignment(info["assignment"]), info["student"]),
                                  context={"cuda": cuda_available(),
                                           "charge_once": self.charge_each_mistake_once})
         finally:
@@ -85,18 +88,16 @@ class TrustedScoring(NbGraderPreprocessor):
         return nb, resources
 
     def _summarise(self, nb, results, parts):
-        """The "先修这里" summary, as the first output of the notebook's first code cell (top of the feedback)."""
+        """The "先修这里" summary, kept in the notebook's metadata: the feedback page shows it first."""
         from ..grading import feedback, root_causes
 
         causes = root_causes.root_causes(results, parts)
+        nb.metadata.pop(SUMMARY_KEY, None)
         if causes:
-            labels = {part_of(c): grade_id(c) or part_of(c) for c in nb.cells if is_test_cell(c)}
-            labels = {p: f"{p}（{g}）" if g != p else p for p, g in labels.items()}
-            first = next((c for c in nb.cells if c.cell_type == "code"), None)
-            if first is not None:
-                summary = _display(root_causes.render_text(causes, labels),
-                                   feedback.STYLE + root_causes.render_html(causes, labels))
-                first.outputs = [summary] + list(first.outputs)
+            cells = {part_of(c): grade_id(c) or part_of(c) for c in nb.cells if is_test_cell(c)}
+            labels = {p: f"{p}（{g}）" if g != p else p for p, g in cells.items()}
+            nb.metadata[SUMMARY_KEY] = {"text": root_causes.render_text(causes, labels),
+                                        "html": feedback.STYLE + root_causes.render_html(causes, labels, cells)}
         return causes
 
     def _score_cell(self, cell, results, events):

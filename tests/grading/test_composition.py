@@ -30,11 +30,7 @@ def test_there_are_helper_bugs_to_test():
     assert {c for s in HELPER_BUGS for c in s.codes} >= {"mask-inverted", "scale-missing", "softmax-unstable"}
 
 
-# A wrong shape makes the composite raise: a raising composite earns no credit (see the red-team tests).
-SHAPE_BUGS = {"bug-scores-transposed"}
-
-
-@pytest.mark.parametrize("sample", [s for s in HELPER_BUGS if s.name not in SHAPE_BUGS], ids=lambda s: s.name)
+@pytest.mark.parametrize("sample", HELPER_BUGS, ids=lambda s: s.name)
 def test_a_helper_bug_is_charged_in_its_own_part_only(sample):
     results = _grade(sample, charge_once=True)
     helper = next(iter(sample.replace))
@@ -84,10 +80,11 @@ def apply_mask(scores, mask=None):
     assert not any(c.charged_elsewhere for c in composite.checks)
 
 
-def test_strict_grading_is_the_default():
+def test_charge_once_is_the_default():
     sample = next(s for s in HELPER_BUGS if "mask-inverted" in s.codes)
-    results = run_checks(LocalStudent(_namespace(sample)), [COMPOSITE], seed_key=("sdpa", "d"), context={})
-    assert results[COMPOSITE].points < results[COMPOSITE].max_points
+    results = run_checks(LocalStudent(_namespace(sample)), ["apply_mask", COMPOSITE], seed_key=("sdpa", "d"),
+                         context={})
+    assert results[COMPOSITE].points == results[COMPOSITE].max_points
 
 
 # Found by a red-team pass: a helper wrong only inside the composition (it remembers its

@@ -3,7 +3,7 @@
 candidate_1 sums each row before it zeroes the masked keys (rows sum to less
 than 1 under a mask); candidate_2 is correct (log of the mask as an additive
 mask); candidate_3 fills masked scores with the row's smallest score, so
-masked keys keep a non-zero weight.  Options (lesson_text.DEBUG_MD):
+masked keys keep a non-zero weight.  Options (the debug-md cell of lesson/sdpa.zh.md):
 A no error, B some rows do not sum to 1, C masked keys get weight,
 D rows and masks fine but values differ.
 """

@@ -1,6 +1,6 @@
 """Dropout on attention weights: inverted scaling in training, and F.scaled_dot_product_attention in eval().
 
-Options for dropout_sdpa_answer (lesson_text.DROPOUT_TASK): A eval() stops it,
+Options for dropout_sdpa_answer (the dropout-task cell of lesson/sdpa.zh.md): A eval() stops it,
 B it still drops (right: the function cannot see the module's mode),
 C it raises, D random numbers are frozen.
 """

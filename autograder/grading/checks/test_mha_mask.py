@@ -1,6 +1,6 @@
 """nn.MultiheadAttention's boolean attn_mask: True = may NOT attend, the opposite of SDPA.
 
-Options (lesson_text.MHA_MASK_TASK): A allowed, B ~allowed (right),
+Options (the mha-mask-task cell of lesson/sdpa.zh.md): A allowed, B ~allowed (right),
 C allowed.float(), D allowed transposed.
 """
 import pytest

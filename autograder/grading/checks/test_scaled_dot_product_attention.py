@@ -26,8 +26,8 @@ def _check(student, grading, q, k, v, mask=None, what="", weights=True):
         expect_tensor(result, out, function=FN, args=args, select=0, what=f"{what}的输出")
         if weights:
             expect_tensor(result, w, function=FN, args=args, select=1, what=f"{what}的权重")
-    except CheckFailed:
-        explained = composition.explain_result(student, grading, result, q, k, v, mask, weights, what)
+    except CheckFailed as failure:
+        explained = composition.explain_result(student, grading, result, q, k, v, mask, weights, what, failure)
         if explained is not None:
             raise explained from None
         raise
@@ -40,9 +40,11 @@ def test_hand_cases(student, grading):
     k = torch.tensor([[0.0], [math.log(3.0)]], dtype=torch.float64)
     v = torch.tensor([[10.0], [20.0]], dtype=torch.float64)
     one, zero = torch.tensor([[1.0]], dtype=torch.float64), torch.tensor([[0.0]], dtype=torch.float64)
-    _check(student, grading, one, k, v, what="q=1")
-    _check(student, grading, one, k, v, torch.tensor([[True, False]]), what="屏蔽第二个 Key")
-    _check(student, grading, zero, k, v, what="q=0")
+    subcases = composition.SubCases(grading)
+    subcases.run(_check, student, grading, one, k, v, what="q=1")
+    subcases.run(_check, student, grading, one, k, v, torch.tensor([[True, False]]), what="屏蔽第二个 Key")
+    subcases.run(_check, student, grading, zero, k, v, what="q=0")
+    subcases.settle()
 
 
 @pytest.mark.points(3)
@@ -82,19 +84,29 @@ def test_causal_no_leakage(student, grading, rng):
     """因果掩码下，改变未来的 Key/Value 不影响前面的输出"""
     q, k, v = cases.qkv(rng, batch=(2,), L=6, S=6, d_k=4, d_v=4)
     mask = torch.ones(6, 6, dtype=torch.bool).tril()
-    _check(student, grading, q, k, v, mask, what="因果掩码", weights=False)
+    subcases = composition.SubCases(grading)
+    subcases.run(_check, student, grading, q, k, v, mask, what="因果掩码", weights=False)
     k2, v2 = k.clone(), v.clone()
     k2[..., 4:, :] += 5.0
     v2[..., 4:, :] -= 7.0
     out, _ = cases.sdpa(q, k, v, mask)
     what = "因果掩码（修改了位置 4 及之后的键和值）"
-    second = attention_output(require_ok(student.call(FN, q, k2, v2, mask), what))
-    if not isinstance(second, TensorSpec) or second.missing_data() or second.shape != tuple(out.shape):
-        raise CheckFailed(f"{what}：输出不是形状为 {list(out.shape)}、带数值的张量（实际为 {second!r:.80}），"
-                          "无法比较前 4 个查询。")
-    tol = cases.tolerance(cases.sdpa, (q, k, v, mask), torch.float64)
-    if not tolerances.close(second.tensor[..., :4, :], out[..., :4, :], tol):
-        raise CheckFailed("因果掩码：修改位置 4 及之后的键和值，改变了前 4 个查询的输出（信息泄漏）。")
+    changed = student.call(FN, q, k2, v2, mask)
+    try:
+        second = attention_output(require_ok(changed, what))
+        if not isinstance(second, TensorSpec) or second.missing_data() or second.shape != tuple(out.shape):
+            raise CheckFailed(f"{what}：输出不是形状为 {list(out.shape)}、带数值的张量（实际为 {second!r:.80}），"
+                              "无法比较前 4 个查询。")
+        tol = cases.tolerance(cases.sdpa, (q, k, v, mask), torch.float64)
+        if not tolerances.close(second.tensor[..., :4, :], out[..., :4, :], tol):
+            raise CheckFailed("因果掩码：修改位置 4 及之后的键和值，改变了前 4 个查询的输出（信息泄漏）。")
+    except CheckFailed as failure:
+        # The student's own helpers, composed correctly, may do the same (charged where they live).
+        explained = composition.explain_result(student, grading, changed, q, k2, v2, mask, False, what, failure)
+        if explained is None:
+            raise
+        subcases.explained.append(explained)
+    subcases.settle()
 
 
 @pytest.mark.points(2)

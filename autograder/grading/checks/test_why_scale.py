@@ -1,6 +1,6 @@
 """Why scale: what the max-weight and Jacobian-norm curves against d_k show.
 
-Options (lesson_text.WHY_SCALE_TASK): A unscaled weights grow uniform, B scaled
+Options (the why-scale-task cell of lesson/sdpa.zh.md): A unscaled weights grow uniform, B scaled
 weights still saturate, C unscaled saturate and the gradient shrinks while
 scaled stay flat (right), D scaling leaves the gradient alone.
 """

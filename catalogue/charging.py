@@ -1,0 +1,240 @@
+"""Attacks on charge-once: submissions that try to have a mistake charged less than an honest holder pays.
+
+With each mistake charged once, a composite part keeps its points when its difference from PyTorch
+comes from a helper's misconception, charged in the helper's own part.  Each sample here is built
+so that the composite's credit would be worth more than what the helper's part loses: a helper that
+misbehaves only inside the composite (it keeps state, counts calls, recognises its input by identity or
+id, or times the calls), a helper wrong on one cheap check only, a composite with a bug of its own
+beside correct helpers, a composite whose helpers are captured in default arguments or closures, and a
+composite explained on its first sub-case and wrong on a later one.  `HONEST` names the honest
+counterpart of each (the one-bug sample of that code, ``autograder.grading.honest``): no attack may
+score more than it (``tests/grading/test_charge_once.py``).  The fairness samples at the end are
+correct code in unusual forms that must keep every point.
+"""
+from autograder.demo.submissions import Sample
+from autograder.grading import honest
+
+_INVERTED = 'scores.masked_fill(mask, float("-inf"))'
+_RIGHT = 'scores.masked_fill(~mask, float("-inf"))'
+
+
+def _apply_mask(condition: str, setup: str = "", before: str = "") -> str:
+    """An apply_mask that inverts a bool mask when `condition` holds, and is right otherwise."""
+    return f'''
+{setup}
+def apply_mask(scores, mask=None):
+{before}    if mask is None:
+        return scores
+    if mask.dtype != torch.bool:
+        return scores + mask
+    if {condition}:
+        return {_INVERTED}
+    return {_RIGHT}
+'''
+
+
+# Remembers scale_scores' last output: wrong only on the very tensor the composite hands it next.
+STATEFUL = {"scale_scores": '''
+_LAST = [None]
+def scale_scores(scores, d_k):
+    out = scores / math.sqrt(d_k)
+    _LAST[0] = out
+    return out
+''', "apply_mask": _apply_mask("_LAST[0] is scores")}
+# Counts its calls: the grader calls each helper of its own part first, so late calls are the composite's.
+CALL_COUNT = {"apply_mask": _apply_mask("_CALLS[0] > 6", setup="_CALLS = [0]", before="    _CALLS[0] += 1\n")}
+# Recognises its input by id() (the composite passes scale_scores' output straight on).
+OBJECT_ID = {"scale_scores": '''
+_IDS, _KEPT = set(), []  # kept alive, so that no other tensor is given one of these ids
+def scale_scores(scores, d_k):
+    out = scores / math.sqrt(d_k)
+    _KEPT.append(out)
+    _IDS.add(id(out))
+    return out
+''', "apply_mask": _apply_mask("id(scores) in _IDS")}
+# Times the calls: the composite calls apply_mask within microseconds of scale_scores.
+TIMING = {"scale_scores": '''
+import time as _time
+_AT = [0.0]
+def scale_scores(scores, d_k):
+    out = scores / math.sqrt(d_k)
+    _AT[0] = _time.perf_counter()
+    return out
+''', "apply_mask": _apply_mask("_time.perf_counter() - _AT[0] < 0.05")}
+# Wrong on one cheap check of its own part only (a [4, 5] mask), and in the composite (3-d masks and
+# [L, S] masks with L < 5): the home part loses 2 points where an honest inverted mask loses 7.
+ONE_CHEAP_CHECK = {"apply_mask": _apply_mask("tuple(mask.shape) == (4, 5) or mask.dim() == 3 "
+                                             "or (mask.dim() == 2 and mask.shape[0] < 5)")}
+# Correct helpers, and a composite that leaves out the scaling in its own code.
+INLINED_BUG = {"scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = attention_scores(q, k)  # the scale step is missing here, not in scale_scores
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    return attention_output(weights, v), weights
+'''}
+# The composite keeps an inverted apply_mask in a default argument; the apply_mask that is graded is right.
+CAPTURED_DEFAULT = {"scaled_dot_product_attention": '''
+def _inverted(scores, mask=None):
+    if mask is None:
+        return scores
+    if mask.dtype != torch.bool:
+        return scores + mask
+    return scores.masked_fill(mask, float("-inf"))
+
+def scaled_dot_product_attention(q, k, v, mask=None, _mask=_inverted):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    weights = softmax(_mask(scores, mask), dim=-1)
+    return attention_output(weights, v), weights
+'''}
+# The same through a closure.
+CAPTURED_CLOSURE = {"scaled_dot_product_attention": '''
+def _make(fill):
+    def attend(q, k, v, mask=None):
+        scores = scale_scores(attention_scores(q, k), q.shape[-1])
+        if mask is not None and mask.dtype == torch.bool:
+            scores = scores.masked_fill(mask, fill)
+        elif mask is not None:
+            scores = scores + mask
+        weights = softmax(scores, dim=-1)
+        return attention_output(weights, v), weights
+    return attend
+
+scaled_dot_product_attention = _make(float("-inf"))
+'''}
+# An honest inverted mask, and a composite explained on its first hand case but wrong on q = 0.
+LATE_SUBCASE = {**{"apply_mask": _apply_mask("True")}, "scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    out = attention_output(weights, v)
+    if not bool(q.any()):
+        out = out * 0  # its own bug, on a later sub-case only
+    return out, weights
+'''}
+
+# Found by a red-team pass: a helper mistake that makes the composition raise hid the composite's own
+# code (credit for raising what the composition raises, with no case where the composite was seen to work).
+_HALF_SOFTMAX = honest.SOURCES["dtype-changed"][1]
+LONE_OUTPUT_BEHIND_DTYPE = {"softmax": _HALF_SOFTMAX,
+                            "scaled_dot_product_attention": honest.SOURCES["returns-not-tuple"][1]}
+RAISING_BEHIND_DTYPE = {"softmax": _HALF_SOFTMAX, "scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    raise RuntimeError("expected m1 and m2 to have the same dtype, but got: float != double")
+'''}
+WRONG_VALUES_BEHIND_TRANSPOSE = {"attention_scores": honest.SOURCES["scores-transposed"][1],
+                                 "scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    weights = softmax(apply_mask(scale_scores(attention_scores(q, k), q.shape[-1]), mask), dim=-1)
+    return attention_output(weights, k), weights  # its own bug: the keys, not the values
+'''}
+# A helper that raises a text of its own choosing, with "overflow" in it, beside an honest half-overflow.
+OVERFLOW_TEXT = {"apply_mask": honest.SOURCES["half-overflow"][1], "attention_scores": '''
+def attention_scores(q, k):
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError("d_k mismatch")
+    if q.dtype in (torch.float16, torch.bfloat16):
+        raise RuntimeError("half precision would overflow here")
+    return q @ k.transpose(-2, -1)
+'''}
+# One function, two mistakes: an in-place edit hidden behind a dtype change.
+INPLACE_BEHIND_DTYPE = {"apply_mask": '''
+def apply_mask(scores, mask=None):
+    if mask is None:
+        return scores.float()
+    if mask.dtype == torch.bool:
+        return scores.masked_fill_(~mask, float("-inf")).float()
+    scores += mask
+    return scores.float()
+'''}
+# A lone output, and wrong values in half precision only.
+LONE_OUTPUT_WRONG_IN_HALF = {"scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    weights = softmax(apply_mask(scale_scores(attention_scores(q, k), q.shape[-1]), mask), dim=-1)
+    out = attention_output(weights, v)
+    return out * 1.5 if q.dtype in (torch.float16, torch.bfloat16) else out
+'''}
+
+# One dtype mistake, in another helper than the honest sample's: charged once, in the device part.
+DTYPE_IN_SCORES = {"attention_scores": '''
+def attention_scores(q, k):
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError("d_k mismatch")
+    return (q @ k.transpose(-2, -1)).float()
+'''}
+DTYPE_IN_OUTPUT = {"attention_output": '''
+def attention_output(weights, v):
+    if weights.shape[-1] != v.shape[-2]:
+        raise ValueError("weights and v disagree on S")
+    return (weights @ v).float()
+'''}
+DOUBLE_SOFTMAX = {"softmax": '''
+def softmax(x, dim=-1):
+    x = x.double()
+    m = x.amax(dim=dim, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    exps = torch.exp(x - m)
+    total = exps.sum(dim=dim, keepdim=True)
+    return exps / torch.where(total > 0, total, torch.ones_like(total))
+'''}
+
+# Correct code in forms a student may write: helpers captured in default arguments and closures.
+FAIR_DEFAULT = {"scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None, _scores=attention_scores, _scale=scale_scores,
+                                 _mask=apply_mask, _softmax=softmax, _out=attention_output):
+    weights = _softmax(_mask(_scale(_scores(q, k), q.shape[-1]), mask), dim=-1)
+    return _out(weights, v), weights
+'''}
+FAIR_CLOSURE = {"scaled_dot_product_attention": '''
+def _compose(*steps):
+    scores_fn, scale_fn, mask_fn, softmax_fn, out_fn = steps
+    def attend(q, k, v, mask=None):
+        weights = softmax_fn(mask_fn(scale_fn(scores_fn(q, k), q.shape[-1]), mask), dim=-1)
+        return out_fn(weights, v), weights
+    return attend
+
+scaled_dot_product_attention = _compose(attention_scores, scale_scores, apply_mask, softmax, attention_output)
+'''}
+
+CHARGING = [
+    Sample("attack-charge-stateful-helper", "attack", "partial", STATEFUL),
+    Sample("attack-charge-call-count", "attack", "partial", CALL_COUNT),
+    Sample("attack-charge-object-id", "attack", "partial", OBJECT_ID),
+    Sample("attack-charge-timing", "attack", "partial", TIMING),
+    Sample("attack-charge-one-cheap-check", "attack", "partial", ONE_CHEAP_CHECK, codes=("mask-inverted",)),
+    Sample("attack-charge-inlined-bug", "attack", "partial", INLINED_BUG),
+    Sample("attack-charge-captured-default", "attack", "partial", CAPTURED_DEFAULT),
+    Sample("attack-charge-captured-closure", "attack", "partial", CAPTURED_CLOSURE),
+    Sample("attack-charge-late-subcase", "attack", "partial", LATE_SUBCASE, codes=("mask-inverted",)),
+    Sample("attack-charge-lone-output-behind-dtype", "attack", "partial", LONE_OUTPUT_BEHIND_DTYPE),
+    Sample("attack-charge-raising-behind-dtype", "attack", "partial", RAISING_BEHIND_DTYPE),
+    Sample("attack-charge-wrong-values-behind-transpose", "attack", "partial", WRONG_VALUES_BEHIND_TRANSPOSE),
+    Sample("attack-charge-overflow-text", "attack", "partial", OVERFLOW_TEXT),
+    Sample("attack-charge-inplace-behind-dtype", "attack", "partial", INPLACE_BEHIND_DTYPE),
+    Sample("attack-charge-lone-output-wrong-in-half", "attack", "partial", LONE_OUTPUT_WRONG_IN_HALF),
+    Sample("bug-dtype-changed-in-scores", "bug", "partial", DTYPE_IN_SCORES, codes=("dtype-changed",)),
+    Sample("bug-dtype-changed-in-output", "bug", "partial", DTYPE_IN_OUTPUT, codes=("dtype-changed",)),
+    Sample("bug-dtype-changed-double", "bug", "partial", DOUBLE_SOFTMAX, codes=("dtype-changed",)),
+    Sample("fairness-helpers-in-defaults", "fairness", "full", FAIR_DEFAULT),
+    Sample("fairness-helpers-in-closure", "fairness", "full", FAIR_CLOSURE),
+]
+
+# Each attack's honest counterpart: the one-bug sample (``bug-<code>``) of the misconception it shows, held
+# honestly everywhere.  An attack with two mistakes may score no more than either mistake alone (`PARTS`).
+HONEST = {
+    "attack-charge-stateful-helper": "mask-inverted",
+    "attack-charge-call-count": "mask-inverted",
+    "attack-charge-object-id": "mask-inverted",
+    "attack-charge-timing": "mask-inverted",
+    "attack-charge-one-cheap-check": "mask-inverted",
+    "attack-charge-inlined-bug": "scale-missing",
+    "attack-charge-captured-default": "mask-inverted",
+    "attack-charge-captured-closure": "mask-inverted",
+    "attack-charge-late-subcase": "mask-inverted",
+    "attack-charge-inplace-behind-dtype": "inplace-mutation",
+    "attack-charge-lone-output-wrong-in-half": "returns-not-tuple",
+}
+# Two-mistake attacks: each answer cell alone is one of the mistakes.
+TWO_MISTAKES = ("attack-charge-lone-output-behind-dtype", "attack-charge-raising-behind-dtype",
+                "attack-charge-wrong-values-behind-transpose", "attack-charge-overflow-text")
+# One dtype mistake, charged like the honest one (``bug-dtype-changed``).
+DTYPE_BUGS = ("bug-dtype-changed-in-scores", "bug-dtype-changed-in-output", "bug-dtype-changed-double")

@@ -1,0 +1,133 @@
+"""Charge-once is honest (one mistake, one part) and never a gain (no attack beats its honest counterpart)."""
+import pytest
+
+from autograder.demo.submissions import BUGS
+from autograder.grading import honest
+from autograder.grading.hidden_checks import CheckResult, PartResult, honest_loss, run_checks, settle_charges
+from autograder.grading.local_student import LocalStudent, reference_namespace
+from autograder.grading.misconceptions import CATALOGUE, COMPOSITE_HOME
+from catalogue.charge_once import parts
+from catalogue.charging import CHARGING, DTYPE_BUGS, HONEST, TWO_MISTAKES
+
+ORDER = parts()
+# One answer cell changed, one code: the single-misconception samples (built-ins are charged by reading the code).
+SINGLE = [s for s in BUGS if len(s.replace) == 1 and not s.append and s.edit is None and len(s.codes) == 1
+          and not {"softmax-builtin", "sdpa-builtin"} & set(s.codes)]
+
+
+def _grade(replace, key, charge_once=True):
+    namespace = reference_namespace()
+    for source in replace.values():
+        exec(source, namespace)  # noqa: S102 - our own samples, trusted test code
+    return run_checks(LocalStudent(namespace), ORDER, seed_key=("sdpa", key), context={"charge_once": charge_once})
+
+
+def _lost(results):
+    return {part: r.max_points - r.points for part, r in results.items() if r.points < r.max_points}
+
+
+@pytest.mark.parametrize("sample", SINGLE, ids=lambda s: s.name)
+def test_one_misconception_is_charged_in_its_home_part_only(sample):
+    (code,) = sample.codes
+    lost = _lost(_grade(sample.replace, sample.name))
+    # The hand calculation asks about a code without implementing it: that question's part is its home here.
+    assert len(lost) == 1 and set(lost) <= {CATALOGUE[code].home, "hand_calculation"}, lost
+
+
+def test_the_issue_figures_hold_with_the_default_configuration():
+    """One inverted mask costs at most apply_mask's 10 points; one missing scale at most scale_scores' 5."""
+    for code, part, most in (("mask-inverted", "apply_mask", 10), ("scale-missing", "scale_scores", 5)):
+        namespace = reference_namespace()
+        exec(honest.SOURCES[code][1], namespace)  # noqa: S102
+        lost = _lost(run_checks(LocalStudent(namespace), ORDER, seed_key=("sdpa", "figures"), context={}))
+        assert set(lost) == {part} and lost[part] <= most, lost
+
+
+@pytest.mark.parametrize("key", ["s1", "s2"])
+@pytest.mark.parametrize("sample", [s for s in CHARGING if s.name in HONEST], ids=lambda s: s.name)
+def test_no_attack_scores_more_than_its_honest_counterpart(sample, key):
+    attack = _total(sample.replace, key)
+    counterpart = _total(_one_bug(HONEST[sample.name]), key)
+    assert attack <= counterpart, (attack, counterpart)
+
+
+def _total(replace, key):
+    return sum(r.points for r in _grade(replace, key).values())
+
+
+def _one_bug(code):
+    return next(s.replace for s in BUGS if s.name == f"bug-{code}")
+
+
+@pytest.mark.parametrize("key", ["s1", "s2"])
+@pytest.mark.parametrize("name", TWO_MISTAKES)
+def test_a_second_mistake_never_raises_the_score(name, key):
+    """Found by a red-team pass: a helper mistake that made the composition raise hid the composite's own code."""
+    sample = next(s for s in CHARGING if s.name == name)
+    both = _total(sample.replace, key)
+    for cell, source in sample.replace.items():
+        assert both <= _total({cell: source}, key), (cell, both)
+
+
+@pytest.mark.parametrize("name", DTYPE_BUGS)
+def test_a_dtype_mistake_in_any_helper_is_charged_once_in_the_device_part(name):
+    sample = next(s for s in CHARGING if s.name == name)
+    lost = _lost(_grade(sample.replace, name))
+    honest_lost = _lost(_grade(_one_bug("dtype-changed"), name))
+    assert set(lost) == {"device_dtype"} and lost["device_dtype"] <= honest_lost["device_dtype"], lost
+
+
+@pytest.mark.parametrize("sample", [s for s in CHARGING if s.kind == "fairness"], ids=lambda s: s.name)
+def test_helpers_captured_in_a_correct_composite_keep_every_point(sample):
+    assert _lost(_grade(sample.replace, sample.name)) == {}
+
+
+def test_every_code_another_part_may_pass_on_has_an_honest_yardstick():
+    assert set(COMPOSITE_HOME) <= set(honest.SOURCES)
+    for code, home in COMPOSITE_HOME.items():
+        grade_id, _ = honest.SOURCES[code]
+        assert grade_id in reference_namespace(), (code, grade_id)  # the cell replaces a graded function
+        assert honest_loss(code, home, ("sdpa", "yardstick"), ()) > 0, code  # its home really charges it
+
+
+def _result(part, *checks):
+    return PartResult(part, list(checks))
+
+
+def _check(part, points, max_points, codes=(), elsewhere=()):
+    return CheckResult(name=f"t{points}", title="", part=part, max_points=max_points, points=points,
+                       passed=points == max_points, codes=list(codes), charged_elsewhere=list(elsewhere),
+                       failure={"message": "原来的失败", "codes": ["x"], "example": {}} if elsewhere else {})
+
+
+def test_a_credit_is_withdrawn_when_the_home_part_lost_less_than_an_honest_holder():
+    key = ("sdpa", "settle")
+    needed = honest_loss("mask-inverted", "apply_mask", key, ())
+    cheap = _check("apply_mask", 9.0, 10.0, codes=["mask-inverted"])  # the home part lost 1 point only
+    credited = _check("scaled_dot_product_attention", 3.0, 3.0, elsewhere=["mask-inverted"])
+    results = {"apply_mask": _result("apply_mask", cheap),
+               "scaled_dot_product_attention": _result("scaled_dot_product_attention", credited)}
+    assert needed > 1
+    settle_charges(results, key, {})
+    assert (credited.passed, credited.points) == (False, 0.0)
+    assert "原来的失败" in credited.message and "mask-inverted" in credited.codes
+
+
+def test_a_credit_stands_when_the_home_part_charged_what_an_honest_holder_loses():
+    key = ("sdpa", "settle")
+    needed = honest_loss("mask-inverted", "apply_mask", key, ())
+    full = _check("apply_mask", 10.0 - needed, 10.0, codes=["mask-inverted"])
+    credited = _check("scaled_dot_product_attention", 3.0, 3.0, elsewhere=["mask-inverted"])
+    results = {"apply_mask": _result("apply_mask", full),
+               "scaled_dot_product_attention": _result("scaled_dot_product_attention", credited)}
+    settle_charges(results, key, {})
+    assert (credited.passed, credited.points) == (True, 3.0)
+
+
+def test_a_credit_for_a_code_no_check_of_its_home_names_is_withdrawn():
+    credited = _check("device_dtype", 2.0, 2.0, elsewhere=["returns-not-tuple"])
+    results = {"scaled_dot_product_attention": _result("scaled_dot_product_attention",
+                                                       _check("scaled_dot_product_attention", 0.0, 15.0)),
+               "device_dtype": _result("device_dtype", credited)}
+    settle_charges(results, ("sdpa", "settle"), {})
+    assert not credited.passed
