@@ -112,11 +112,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "report":
             return _report(args, course)
         if args.command == "check":
-            from .batch.check import check_notebook
             from .notebook.editions import edition_of
 
-            assignment = args.assignment or edition_of(args.notebook) or ASSIGNMENT
-            return check_notebook(course, args.notebook, assignment, args.student, extra)
+            return _check(args, course, extra, args.assignment or edition_of(args.notebook) or ASSIGNMENT)
         from .demo.run import run_demo
 
         return run_demo(args.dir)
@@ -166,6 +164,26 @@ def _autograde(args, course, extra):
               f"continue", file=sys.stderr)
         return 130
     return 1 if summary.failed else 0
+
+
+# -- check -------------------------------------------------------------------
+
+def _check(args, course, extra, assignment):
+    """The zygote starts first and warms up (seconds of CPU, in its own sandbox) while this process imports
+    torch and nbgrader.  It has the default limits; a course configured otherwise gets a new one at its
+    first runner (`forkserver.ForkServer.take`)."""
+    from .sandbox.forkserver import ForkServer
+
+    server = ForkServer() if ForkServer.usable() else None
+    try:
+        if server is not None:
+            server.warm()
+        from .batch.check import check_notebook
+
+        return check_notebook(course, args.notebook, assignment, args.student, extra, pool=server)
+    finally:
+        if server is not None:
+            server.close()
 
 
 # -- report ------------------------------------------------------------------

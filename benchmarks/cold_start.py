@@ -1,18 +1,21 @@
-"""``python -m benchmarks cold-start``: grading one late student, `sdpa-course autograde --student X` vs stock.
+"""``python -m benchmarks cold-start``: grading one late student: `sdpa-course autograde --student X`, stock, check.
 
-What it measures and why: a late submission is graded alone, so the CLI's
-start-up (bundle, worker, zygote) is not spread over a class; this shows
-whether it still beats stock `nbgrader autograde --student X` on one student.
+What it measures and why: a late submission is graded alone, so each
+command's start-up (imports, zygote; the CLI's bundle and worker) is not
+spread over a class; this shows what one student costs with each.
 
 Builds a course whose class (``--graded`` correct submissions) is already
 graded, adds one late student, and times each command grading only that
-student, on separate copies, alternating ``--repeat`` times.  Both pay their
-whole start-up: imports, the reference timing (``nbgrader/calibration.py``),
-runners; the CLI also its bundle, worker and zygote.  Prints each time, the
-medians, and whether the scores agree.
+student -- stock ``nbgrader autograde --student``, ``sdpa-course autograde
+--student``, ``sdpa-course check`` of the late notebook -- on separate
+copies, alternating ``--repeat`` times.  The reference timing was kept in
+the course when the class was graded (``nbgrader/calibration_file.py``), so
+none of them measures it again.  Prints each time, the medians, and whether
+the scores agree.
 
     python -m benchmarks cold-start [--graded 20] [--repeat 3]
 """
+import re
 import shutil
 import statistics
 import subprocess
@@ -44,8 +47,13 @@ def timed(base: Path, target: Path, command: list[str]) -> tuple[float, dict]:
         shutil.rmtree(target)
     shutil.copytree(base, target)
     started = time.perf_counter()
-    subprocess.run(command, cwd=target, env=course.nbgrader_env(), check=True, capture_output=True)
-    return time.perf_counter() - started, course.grades(target).get(LATE)
+    done = subprocess.run(command, cwd=target, env=course.nbgrader_env(), check=True, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if "check" in command:  # nothing saved: its score is the total on its last line
+        m = re.search(r"^automatic score: ([\d.]+) /", done.stdout, re.M)
+        return seconds, float(m.group(1)) if m else None
+    cells = course.grades(target).get(LATE)
+    return seconds, sum(score or 0 for score, _ in cells.values()) if cells else None
 
 
 def add_arguments(parser):
@@ -59,6 +67,8 @@ def run(args) -> int:
                                                "--student", LATE, "--log-level=ERROR"],
         "sdpa-course autograde --student": [sys.executable, "-m", "autograder.cli", "autograde", course.ASSIGNMENT,
                                             "--student", LATE],
+        "sdpa-course check": [sys.executable, "-m", "autograder.cli", "check",
+                              f"submitted/{LATE}/{course.ASSIGNMENT}/{course.ASSIGNMENT}.ipynb"],
     }
     top = Path(tempfile.mkdtemp(prefix="sdpa-cold-"))
     try:

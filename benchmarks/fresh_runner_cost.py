@@ -1,9 +1,9 @@
-"""``python -m benchmarks fresh-runner-cost``: what one fresh runner costs (stock `nbgrader autograde` starts one
-per submission).
+"""``python -m benchmarks fresh-runner-cost``: what one fresh runner costs (the fallback where no zygote can start).
 
-What it measures and why: stock grading pays a fresh runner's whole session
-for every submission, so its start-up is a floor under stock's time per
-submission; ``--tree`` compares two checkouts (before/after a change).
+What it measures and why: where no zygote can start, grading pays a fresh
+runner's whole session for every submission, so its start-up is a floor
+under the time per submission there; ``--tree`` compares two checkouts
+(before/after a change).
 
 Times whole fresh-runner sessions: start (sandbox, warm-up), a set-up cell, a
 function, a cell that draws a figure, and one meta-device call, as a

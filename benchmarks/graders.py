@@ -129,6 +129,29 @@ def run_cli(root: Path, workers: int, extra: list[str], tmp: Path, kill_after: O
     return run
 
 
+@dataclass
+class CheckRun:
+    wall: float  # the whole command, interpreter start-up included
+    returncode: int
+    score: Optional[float]  # from its "automatic score: X / Y" line (None: no such line)
+    grading: Optional[float]  # the seconds on that line: grading alone, after the command's own start-up
+    output: str
+
+
+CHECK_SCORE = re.compile(r"^automatic score: ([\d.]+) / [\d.]+\s+\(([\d.]+) s\)", re.M)
+
+
+def run_check(root: Path, notebook: Path, student: str, extra: list[str], tmp: Path) -> CheckRun:
+    """`sdpa-course check NOTEBOOK --student ID` in the course at `root`, timed from the command's start."""
+    cmd = [sys.executable, "-m", "autograder.cli", "check", str(notebook), "--student", student, *extra]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=root, env=env(tmp), capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    m = CHECK_SCORE.search(done.stdout)
+    return CheckRun(wall, done.returncode, float(m.group(1)) if m else None, float(m.group(2)) if m else None,
+                    done.stdout + done.stderr)
+
+
 def _read_progress(stream, run, t0):
     """Collect the per-submission lines of `sdpa-course autograde` as they come."""
     for line in stream:

@@ -3,7 +3,9 @@
 A bundle is the course's config, source and release plus a consistent
 snapshot of the gradebook, so a worker (a local process, or a dask worker
 on another machine) grades in a private course directory and never opens
-the real one.  Submissions and results travel as {relative path: (bytes, mode)}.
+the real one -- except, on the course's own host, the directory where the
+course keeps its reference timings (``nbgrader/calibration_file.py``), which
+the workers share.  Submissions and results travel as {relative path: (bytes, mode)}.
 """
 from __future__ import annotations
 
@@ -88,5 +90,17 @@ def make_bundle(app: AutogradeApp, assignment: str, nbgrader_args: Iterable[str]
         digest.update(rel.encode() + files[rel][0])
     digest.update(json.dumps(list(nbgrader_args)).encode())
     return {"assignment": assignment, "files": files, "gradebook": gradebook, "nbgrader_args": list(nbgrader_args),
-            "token": digest.hexdigest()[:16]}
+            "token": digest.hexdigest()[:16], "calibration": calibration_place(app)}
+
+
+def calibration_place(app: AutogradeApp) -> dict:
+    """Where this course keeps its reference timings, and on which host: workers on that host share them
+    (``nbgrader/calibration_file.py``); a worker elsewhere measures in its private copy."""
+    import socket
+
+    from ..nbgrader import SandboxedExecute
+    from ..nbgrader.calibration_file import default_directory
+
+    directory = SandboxedExecute(parent=app).calibration_directory or default_directory(app)
+    return {"directory": os.path.abspath(os.path.join(app.coursedir.root, directory)), "host": socket.gethostname()}
 

@@ -22,8 +22,11 @@ from .worker import Grader
 
 
 def check_notebook(course: Union[str, os.PathLike], notebook: Union[str, os.PathLike], assignment: str,
-                   student: Optional[str] = None, extra: Sequence[str] = ()) -> int:
-    """Grade one notebook in a throwaway copy of the course and print its feedback; returns the exit code."""
+                   student: Optional[str] = None, extra: Sequence[str] = (), pool: object = None) -> int:
+    """Grade one notebook in a throwaway copy of the course and print its feedback; returns the exit code.
+
+    `pool`: a fork server already warming up (``sdpa-course check`` starts one before its imports); else
+    the grader starts its own."""
     from nbgrader.api import Gradebook
 
     path = os.path.abspath(notebook)
@@ -45,7 +48,7 @@ def check_notebook(course: Union[str, os.PathLike], notebook: Union[str, os.Path
     print(f"grading {path} as {name}.ipynb of {assignment}, student {student!r} (not saved to the gradebook)",
           file=sys.stderr)
     started = time.perf_counter()
-    grader = Grader(make_bundle(app, assignment, extra), prewarm=False)
+    grader = Grader(make_bundle(app, assignment, extra), pool=pool)  # runners from a warm zygote
     try:
         result = grader.grade({"student": student, "files": {f"{name}.ipynb": (Path(path).read_bytes(), 0o644)}})
     finally:

@@ -99,23 +99,30 @@ def worker_dir() -> str:
     return tempfile.mkdtemp(prefix=f"{WORKER_TMP_PREFIX}{os.getpid()}-")
 
 
-def start_zygotes(count: int, app) -> list[tuple[str, ForkServer]]:
+def start_zygotes(count: int, app=None) -> list[tuple[str, ForkServer]]:
     """Start `count` workers' zygotes now, each in its worker's directory: they warm up (imports, seconds
     of CPU) while this process still imports what the workers inherit, on a core that would idle.
 
-    [] where workers would not use them: no fork server here (no bubblewrap), no SandboxedExecute, or
-    settings the workers should report themselves (an invalid value in ``nbgrader_config.py``).
+    Without `app` (the course not read yet), with the default runner settings; a course configured
+    otherwise gets new zygotes at its first runner.  [] where workers would not use them: no fork server
+    here (no bubblewrap), no SandboxedExecute, or settings the workers should report themselves (an
+    invalid value in ``nbgrader_config.py``).
     """
     from ..sandbox.forkserver import ForkServer
 
     if count < 1 or not ForkServer.usable():
         return []
-    try:
-        if not uses_sandboxed_execute(app):
+    if app is None:
+        from ..sandbox.session import Budget
+
+        settings = {"start_timeout": Budget().start_timeout}
+    else:
+        try:
+            if not uses_sandboxed_execute(app):
+                return []
+            settings = runner_settings(app)
+        except Exception:  # noqa: BLE001 - each worker reads the same settings and reports what is wrong
             return []
-        settings = runner_settings(app)
-    except Exception:  # noqa: BLE001 - each worker reads the same settings and reports what is wrong
-        return []
     early = []
     try:
         for _ in range(count):

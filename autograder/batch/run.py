@@ -169,24 +169,30 @@ class Autograder:
         summary = Summary()
         if self.dask:
             probe_scheduler(self.dask)
-        todo, skipped = self.plan()
-        summary.total, summary.skipped = len(todo) + len(skipped), skipped
-        lock = os.path.join(autograded_top(self.app.coursedir), LOCK)
-        with _Lock(lock):
-            # Zygotes for the local workers, started before the imports and the bundle (seconds of one core).
-            early = self._start_zygotes(len(todo)) if todo else []
-            try:
+        # Zygotes for the local workers start first, with the default runner settings: they warm up (seconds of
+        # CPU each) while this process imports nbgrader, reads the course and builds the bundle.  A course
+        # configured otherwise gets new ones at its first runner (`forkserver.ForkServer.take`).  One core is
+        # left to those imports: the other workers start their own zygotes once forked.
+        wanted = min(self.workers, len(self.students)) if self.students else self.workers
+        early = self._start_zygotes(min(wanted, max(1, (os.cpu_count() or 1) - 1)))
+        try:
+            todo, skipped = self.plan()
+            summary.total, summary.skipped = len(todo) + len(skipped), skipped
+            for _ in range(len(early) - min(len(early), len(todo))):  # fewer submissions than workers
+                stop_zygotes([early.pop()])
+            lock = os.path.join(autograded_top(self.app.coursedir), LOCK)
+            with _Lock(lock):
                 self._run(todo, skipped, summary, early)
-            finally:
-                stop_zygotes(early)  # those no worker took
+        finally:
+            stop_zygotes(early)  # those no worker took
         summary.wall = time.perf_counter() - started
         return summary
 
-    def _start_zygotes(self, tasks):
+    def _start_zygotes(self, count):
         """Zygotes for the workers `_run_local` will fork (only with the fork start method)."""
-        if self.dask or not self.prewarm or threading.active_count() != 1:
+        if self.dask or not self.prewarm or threading.active_count() != 1 or count < 1:
             return []
-        return start_zygotes(min(self.workers, tasks), self.app)
+        return start_zygotes(count)
 
     def _run(self, todo, skipped, summary, early):
         importer = Importer(self.app, self.assignment)

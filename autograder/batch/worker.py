@@ -102,8 +102,12 @@ class Grader:
         write_tree(self.root, bundle["files"])
         Path(self.root, "gradebook.db").write_bytes(bundle["gradebook"])
         self.db_url = "sqlite:///" + os.path.join(self.root, "gradebook.db")
-        self.app = load_app(self.root, list(bundle["nbgrader_args"]) + [
-            f"--CourseDirectory.root={self.root}", f"--CourseDirectory.db_url={self.db_url}"])
+        args = list(bundle["nbgrader_args"]) + [
+            f"--CourseDirectory.root={self.root}", f"--CourseDirectory.db_url={self.db_url}"]
+        kept = bundle.get("calibration")
+        if kept and kept.get("host") == socket.gethostname():  # the course's own reference timings, shared
+            args.append(f"--SandboxedExecute.calibration_directory={kept['directory']}")
+        self.app = load_app(self.root, args)
         self.capture = _LogCapture()
         for handler in list(self.app.log.handlers):
             self.app.log.removeHandler(handler)

@@ -18,6 +18,7 @@ the two grading steps share for one notebook.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 __all__ = ["RestoreNotebookStructure", "SandboxedExecute", "TrustedScoring", "configure", "pipelines"]
@@ -73,3 +74,22 @@ def configure(c: Any) -> None:
     # second per submission); once, after the last, still refuses a notebook that any step left invalid
     # before it is written.  nbconvert's own option.
     c.Exporter.optimistic_validation = True
+    if _autograde_command():
+        # `nbgrader autograde` will grade: its zygote starts now and warms up (seconds of CPU, in its own
+        # sandbox) while nbgrader goes on importing and reading the course.  Default runner settings; a
+        # course configured otherwise gets a new zygote at its first runner.  Formgrader's Jupyter server
+        # starts its zygote at the first Autograde instead (``sandbox/shared_zygote.py``).
+        from ..sandbox import shared_zygote
+
+        shared_zygote.start_early()
+
+
+def _autograde_command() -> bool:
+    """Whether this process is the `nbgrader autograde` command (``nbgrader autograde ...`` or
+    ``python -m nbgrader autograde ...``)."""
+    import sys
+
+    if len(sys.argv) < 2 or sys.argv[1] != "autograde":
+        return False
+    program = os.path.normpath(sys.argv[0])
+    return os.path.basename(program) == "nbgrader" or program.endswith(os.path.join("nbgrader", "__main__.py"))

@@ -1,6 +1,7 @@
 """Time limits from what the reference solution takes on the machine that grades.
 
-Once per grading process (per worker for ``sdpa-course autograde``), the
+Once per machine, course version and torch version (``calibration_file.py``
+keeps the result in the course directory for every later process), the
 instructor's source notebook -- the solution -- runs exactly as a submission
 would: same sandbox, same runner source, then its hidden checks.  Each code
 cell's wall time and each checked function's longest call are kept
@@ -26,11 +27,15 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
 
 from nbformat import NotebookNode
 
 from ..notebook.cells import display_cells, grade_id, is_answer_cell, is_test_cell, part_of, without_hidden_tests
 from ..sandbox.session import Budget, StudentSession
+
+if TYPE_CHECKING:
+    from .calibration_file import Store
 
 log = logging.getLogger(__name__)
 
@@ -129,19 +134,48 @@ _MEASURED: dict[str, object] = {}  # source digest -> ReferenceTimes, or why the
 
 
 def reference_times(source: NotebookNode,
-                    open_session: Callable[[list[str], list[int], tuple[set[int], set[int]]], StudentSession]
-                    ) -> ReferenceTimes | None:
-    """This process's measurement of `source` (made on first use); None if the reference did not run cleanly."""
+                    open_session: Callable[[list[str], list[int], tuple[set[int], set[int]]], StudentSession],
+                    store: Optional[Store] = None, again: bool = False) -> ReferenceTimes | None:
+    """The measurement of `source` for this process; None if the reference did not run cleanly.
+
+    Made once per process.  With a `store` (``calibration_file.py``), the kept measurement is reused when
+    it matches this machine, course and torch (`again`: only one made after this call began, so that
+    processes asked to measure again at once still share one measurement); otherwise this process
+    measures under the store's lock and keeps the result for the next ones.
+    """
     digest = hashlib.sha256("\x00".join(c.source for c in source.cells if c.cell_type == "code").encode()).hexdigest()
     if digest not in _MEASURED:
-        try:
-            _MEASURED[digest] = measure(source, open_session)
-            log.info("reference solution timed in %.1f s", _MEASURED[digest].seconds)
-        except CalibrationError as exc:  # kept as text: a traceback would pin the frames it passed
-            _MEASURED[digest] = str(exc)
-            log.warning("time limits stay fixed (SandboxedExecute.cell_timeout/call_timeout): %s", str(exc))
+        _MEASURED[digest] = _kept_or_measured(source, open_session, store, again)
     found = _MEASURED[digest]
     return found if isinstance(found, ReferenceTimes) else None
+
+
+def _kept_or_measured(source, open_session, store, again):
+    if store is None:
+        return _measured(source, open_session)
+    from .calibration_file import key
+
+    asked, wanted = time.time(), key(source)
+    found = None if again else store.load(wanted)
+    if found is not None:
+        return found
+    with store.locked() as held:
+        found = store.load(wanted, newer_than=asked if again else None)  # another process's, made meanwhile
+        if found is None:
+            found = _measured(source, open_session)
+            if held and isinstance(found, ReferenceTimes):
+                store.save(wanted, found)
+    return found
+
+
+def _measured(source, open_session):
+    try:
+        found = measure(source, open_session)
+        log.info("reference solution timed in %.1f s", found.seconds)
+        return found
+    except CalibrationError as exc:  # kept as text: a traceback would pin the frames it passed
+        log.warning("time limits stay fixed (SandboxedExecute.cell_timeout/call_timeout): %s", str(exc))
+        return str(exc)
 
 
 def forget() -> None:

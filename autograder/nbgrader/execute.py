@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool, Float, Integer
+from traitlets import Bool, Float, Integer, Unicode
 
 from ..grading import code_review
 from ..notebook.cells import CellError, display_cells, grade_id, without_hidden_tests
+from ..sandbox import shared_zygote
 from ..sandbox.launcher import Limits
 from ..sandbox.session import Budget, CellRunError, StudentSession
-from . import calibration
+from . import calibration, calibration_file
 from .restore import course_notebook
 from .state import EXECUTION, RUNNER_SOURCE, ExecutionState, Shared
 
@@ -51,6 +52,24 @@ class SandboxedExecute(NbGraderPreprocessor):
     total_seconds = Float(240.0, help="Time budget of one submission (cells and checks).").tag(config=True)
     memory_mb = Integer(6144, help="Address-space limit of the runner, MiB.").tag(config=True)
     require_isolation = Bool(False, help="Refuse to grade where no sandbox is available.").tag(config=True)
+    warm_zygote = Bool(True, help=(
+        "Where no runner source is handed in (stock `nbgrader autograde`, formgrader's Autograde button, "
+        "`sdpa-course check`), fork every runner from one warm zygote kept for the whole grading process, as "
+        "`sdpa-course autograde` does: the same runners, with the same clean-start checks between students. "
+        "A fresh runner per submission remains the fallback where no zygote can start, and the log says so. "
+        "False: a fresh runner for every submission.")).tag(config=True)
+    zygote_idle_seconds = Float(600.0, help=(
+        "A process's warm zygote (see `warm_zygote`) is stopped after this many seconds without a runner "
+        "handed out, so a long-lived Jupyter server does not hold one forever; the next Autograde starts a "
+        "new one. 0: keep it until the process exits.")).tag(config=True)
+    calibration_directory = Unicode("", help=(
+        "Where the reference solution's timings are kept (one JSON file per assignment and notebook, with "
+        "what they were measured on) and reused by every later grading process: measured again when the "
+        "machine, the course (source notebook, hidden checks, runner) or torch changes, or with "
+        "`recalibrate`. Empty: `.sdpa-calibration` in the course directory.")).tag(config=True)
+    recalibrate = Bool(False, help=(
+        "Measure the reference solution again in this process (once) and replace the kept timings, "
+        "even when they match this machine, course and torch.")).tag(config=True)
 
     def limits(self) -> Limits:
         return Limits(memory_bytes=self.memory_mb * 2**20)
@@ -70,11 +89,26 @@ class SandboxedExecute(NbGraderPreprocessor):
         except FileNotFoundError as exc:  # RestoreNotebookStructure refuses to grade without it anyway
             self.log.warning("time limits stay fixed: %s", str(exc))  # not exc: its traceback pins resources
             return None
-        runners = Shared.get(resources, RUNNER_SOURCE)
+        runners = self.runner_source(resources)
+        info = resources["nbgrader"]
+        store = calibration_file.Store(self.calibration_directory or calibration_file.default_directory(self),
+                                       info["assignment"], info["notebook"], self.log)
         return calibration.reference_times(source, lambda cells, shown, roles: StudentSession(
             cells, display_cells=shown, provided_cells=roles[0], disarmed_cells=roles[1], budget=self.budget(),
             limits=self.limits(),
-            require_isolation=self.require_isolation, runner_source=runners))
+            require_isolation=self.require_isolation, runner_source=runners), store=store, again=self.recalibrate)
+
+    def runner_source(self, resources: dict):
+        """The runner source handed in (a batch worker's), else this process's warm zygote (or None:
+        fresh runners)."""
+        given = Shared.get(resources, RUNNER_SOURCE)
+        if given is not None:
+            return given
+        _one_torch_thread()
+        if not self.warm_zygote:
+            return None
+        return shared_zygote.process_runners(self.limits(), self.require_isolation, self.log,
+                                             self.zygote_idle_seconds)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         positions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
@@ -89,7 +123,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         session = StudentSession(sources, display_cells=display, budget=budget, known_outputs=known,
                                  provided_cells=provided, disarmed_cells=demonstrating,
                                  limits=self.limits(), require_isolation=self.require_isolation,
-                                 runner_source=Shared.get(resources, RUNNER_SOURCE))
+                                 runner_source=self.runner_source(resources))
         state = ExecutionState(session, positions)
         resources[EXECUTION] = Shared(state)
         try:
@@ -106,3 +140,13 @@ class SandboxedExecute(NbGraderPreprocessor):
             cell.outputs = [nbformat.from_dict(o) for o in outputs.get(pos, [])]  # sanitised and capped by the session
             cell.execution_count = pos + 1
         return nb, resources
+
+
+def _one_torch_thread() -> None:
+    """The hidden checks' tensors are tiny and the runner needs the other core: a second intra-op thread in
+    this process would only spin (``python -m benchmarks torch-threads``).  `sdpa-course` workers set the
+    same (``batch/worker.py``), so every command computes the checks alike."""
+    import torch
+
+    if torch.get_num_threads() != 1:
+        torch.set_num_threads(1)

@@ -18,8 +18,10 @@ still holds a runner gets None and starts its own fresh runner, so two
 students never share a sandbox.  The fork server needs bubblewrap's pid
 namespace; without isolation every session starts its own runner.
 
-A fork server belongs to one process (one grading worker) and is not
-thread-safe.
+A fork server belongs to one process (a grading worker, or a whole stock
+`nbgrader autograde` or Jupyter server process, ``shared_zygote.py``).  Its
+methods hold one lock, so sessions in several threads may share it: one
+runner is out at a time, and a session that finds it out starts a fresh one.
 """
 from __future__ import annotations
 
@@ -191,6 +193,8 @@ class ForkServer:
         self.missed = 0  # sessions that had to start their own
         self.zygotes = 0  # zygotes started
         self.keep_warm = True  # interface of pool.RunnerPool
+        self.last_miss = ""  # why the last session that got no runner got none (for the log)
+        self._lock = threading.RLock()  # take, the reset after a runner, and close: one at a time
 
     @staticmethod
     def usable() -> bool:
@@ -199,13 +203,15 @@ class ForkServer:
 
     def warm(self) -> None:
         """Start the zygote if there is none (it warms up while the caller does other work)."""
-        if self._zygote is None and self.usable():
-            try:
-                self._zygote = _Zygote(self, self.limits, self.require_isolation)
-                self.zygotes += 1
-            except Exception as exc:  # noqa: BLE001 - sessions then start their own runners
-                log.warning("could not start a zygote: %s", exc)
-                self._zygote = None
+        with self._lock:
+            if self._zygote is None and self.usable():
+                try:
+                    self._zygote = _Zygote(self, self.limits, self.require_isolation)
+                    self.zygotes += 1
+                except Exception as exc:  # noqa: BLE001 - sessions then start their own runners
+                    log.warning("could not start a zygote: %s", exc)
+                    self.last_miss = f"the zygote could not start ({exc})"
+                    self._zygote = None
 
     def release(self) -> Optional[subprocess.Popen]:
         """Let go of the zygote without stopping it: another process owns it now.
@@ -230,6 +236,7 @@ class ForkServer:
             self._zygote.adopted = True
 
     def _discard(self, reason):
+        self.last_miss = f"zygote discarded: {reason}"
         if self._zygote is not None:
             log.info("zygote discarded: %s", reason)
             self._zygote.discard()
@@ -237,6 +244,10 @@ class ForkServer:
 
     def take(self, limits: launcher.Limits, require_isolation: bool) -> Optional[runners.HandedRunner]:
         """A runner for a session with these limits, forked from the zygote; None if none can be had."""
+        with self._lock:
+            return self._take(limits, require_isolation)
+
+    def _take(self, limits, require_isolation):
         wanted = (limits, require_isolation)
         if wanted != (self.limits, self.require_isolation):
             self.limits, self.require_isolation = wanted
@@ -244,11 +255,13 @@ class ForkServer:
         zygote = self._zygote
         if zygote is not None and zygote.out is not None:
             self.missed += 1  # another session holds the runner: never share a sandbox
+            self.last_miss = "another session holds the zygote's runner"
             return None
         self.warm()
         zygote = self._zygote
         if zygote is None:
             self.missed += 1
+            self.last_miss = self.last_miss or "no zygote (bubblewrap has no pid namespace here)"
             return None
         runner = None
         try:
@@ -266,10 +279,15 @@ class ForkServer:
             self.missed += 1
             return None
         self.handed += 1
+        self.last_miss = ""
         return runners.HandedRunner(runner, replies, None, runner.log)
 
     def _after_runner(self, zygote):
         """A runner was stopped: reset the sandbox, or throw it away."""
+        with self._lock:
+            self._reset(zygote)
+
+    def _reset(self, zygote):
         try:
             zygote.reset(self.reply_timeout)
         except ZygoteError as exc:
@@ -280,7 +298,8 @@ class ForkServer:
             self._discard("CPU time limit approaching")
 
     def close(self) -> None:
-        self._discard("closed")
+        with self._lock:
+            self._discard("closed")
 
 
 def _wait_for_ready(replies, timeout):

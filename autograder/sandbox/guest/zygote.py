@@ -159,7 +159,7 @@ def _send(control, msg):
 
 
 def serve_fresh(nproc: int = -1, uids: tuple[int, int] = UIDS) -> NoReturn:
-    """A runner started on its own (stock nbgrader, no fork server): a zygote that forks just one runner.
+    """A runner started on its own (the fallback where no fork server can run): a zygote that forks just one.
 
     It is launched, warms up and forks exactly as `serve` does (as root: the
     runner gets a uid of its own and this process keeps uid 0), so student
