@@ -26,30 +26,18 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from nbformat import NotebookNode
 
 from ..notebook.cells import display_cells, grade_id, is_answer_cell, is_test_cell, part_of, without_hidden_tests
 from ..sandbox.session import Budget, StudentSession
+from .calibration_file import ReferenceTimes
 
 if TYPE_CHECKING:
     from .calibration_file import Store
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ReferenceTimes:
-    """Wall seconds the reference solution took, measured on this machine."""
-
-    cells: dict[str, float]  # `cell_key` -> seconds of that cell's run
-    calls: dict[str, float]  # function -> seconds of its longest call in the hidden checks
-    seconds: float = 0.0  # how long measuring took (runner start included)
-    # (source, outputs) of each code cell before the first answer, in order: no student code runs
-    # before them, so a submission that starts with the same sources computes the same outputs
-    prefix: tuple[tuple[str, list], ...] = ()
 
 
 class CalibrationError(Exception):

@@ -42,12 +42,24 @@ import socket
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from nbformat import NotebookNode
 
-from .calibration import ReferenceTimes
+
+@dataclass(frozen=True)
+class ReferenceTimes:
+    """Wall seconds the reference solution took, measured on this machine (what this file keeps)."""
+
+    cells: dict[str, float]  # `cell_key` -> seconds of that cell's run
+    calls: dict[str, float]  # function -> seconds of its longest call in the hidden checks
+    seconds: float = 0.0  # how long measuring took (runner start included)
+    # (source, outputs) of each code cell before the first answer, in order: no student code runs
+    # before them, so a submission that starts with the same sources computes the same outputs
+    prefix: tuple[tuple[str, list], ...] = ()
+
 
 FORMAT = 1
 DIRECTORY = ".sdpa-calibration"
