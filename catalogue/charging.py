@@ -177,6 +177,29 @@ def softmax(x, dim=-1):
     return exps / torch.where(total > 0, total, torch.ones_like(total))
 '''}
 
+# Found by a second red-team pass: half-overflow written with other large constants, filled in or added, and a
+# composite that computes in float32 (one dtype mistake, charged once, in the device part).
+def _large_fill(expression: str) -> dict:
+    return {"apply_mask": f'''
+def apply_mask(scores, mask=None):
+    if mask is None:
+        return scores
+    if mask.dtype == torch.bool:
+        return {expression}
+    return scores + mask
+'''}
+
+
+FILL_1E10 = _large_fill("scores.masked_fill(~mask, -1e10)")
+FILL_FINFO = _large_fill("scores.masked_fill(~mask, torch.finfo(scores.dtype).min)")
+FILL_ADDED = _large_fill("scores + (~mask).to(scores.dtype) * -1e9")
+COMPOSITE_IN_FLOAT32 = {"scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    q, k, v = q.float(), k.float(), v.float()
+    weights = softmax(apply_mask(scale_scores(attention_scores(q, k), q.shape[-1]), mask), dim=-1)
+    return attention_output(weights, v), weights
+'''}
+
 # Correct code in forms a student may write: helpers captured in default arguments and closures.
 FAIR_DEFAULT = {"scaled_dot_product_attention": '''
 def scaled_dot_product_attention(q, k, v, mask=None, _scores=attention_scores, _scale=scale_scores,
@@ -214,6 +237,10 @@ CHARGING = [
     Sample("bug-dtype-changed-in-scores", "bug", "partial", DTYPE_IN_SCORES, codes=("dtype-changed",)),
     Sample("bug-dtype-changed-in-output", "bug", "partial", DTYPE_IN_OUTPUT, codes=("dtype-changed",)),
     Sample("bug-dtype-changed-double", "bug", "partial", DOUBLE_SOFTMAX, codes=("dtype-changed",)),
+    Sample("bug-half-overflow-1e10", "bug", "partial", FILL_1E10, codes=("half-overflow",)),
+    Sample("bug-half-overflow-finfo", "bug", "partial", FILL_FINFO, codes=("half-overflow",)),
+    Sample("bug-half-overflow-added", "bug", "partial", FILL_ADDED, codes=("half-overflow",)),
+    Sample("bug-dtype-changed-composite", "bug", "partial", COMPOSITE_IN_FLOAT32, codes=("dtype-changed",)),
     Sample("fairness-helpers-in-defaults", "fairness", "full", FAIR_DEFAULT),
     Sample("fairness-helpers-in-closure", "fairness", "full", FAIR_CLOSURE),
 ]
@@ -237,4 +264,7 @@ HONEST = {
 TWO_MISTAKES = ("attack-charge-lone-output-behind-dtype", "attack-charge-raising-behind-dtype",
                 "attack-charge-wrong-values-behind-transpose", "attack-charge-overflow-text")
 # One dtype mistake, charged like the honest one (``bug-dtype-changed``).
-DTYPE_BUGS = ("bug-dtype-changed-in-scores", "bug-dtype-changed-in-output", "bug-dtype-changed-double")
+DTYPE_BUGS = ("bug-dtype-changed-in-scores", "bug-dtype-changed-in-output", "bug-dtype-changed-double",
+              "bug-dtype-changed-composite")
+# half-overflow with another large constant: charged like the honest one, in apply_mask only.
+LARGE_FILLS = ("bug-half-overflow-1e10", "bug-half-overflow-finfo", "bug-half-overflow-added")

@@ -68,6 +68,11 @@ def _raise_unless_explained(failure: CheckFailed) -> None:
     collected.append(failure)
 
 
+def record_dtype_only(failure: CheckFailed) -> None:
+    """For a check that compares values itself: a dtype difference it records and goes on from (see `EXPLAINED`)."""
+    _raise_unless_explained(failure)
+
+
 def attention_pair(value: Any) -> Optional[tuple]:
     """The (output, weights) of an attention answer, or None: the one contract for what attention returns.
 
@@ -139,9 +144,11 @@ def _first_difference(actual, expected, tol):
             "期望的这一行": _sample(expected[row], 6) if row else _sample(expected, 6)}
 
 
-def _variant_outputs(function, args, kwargs, select=None):
-    """(code, output) for each runnable buggy variant of `function` on these inputs."""
-    for code, makers in mutants.variants(function, args, kwargs).items():
+def _variant_outputs(function, args, kwargs, select=None, actual=None):
+    """(code, output) for each runnable buggy variant of `function` on these inputs (and, given the
+    student's `actual` output, those whose constant is read from it: ``mutants.fitted``)."""
+    fitted = mutants.fitted(function, args, kwargs, actual) if isinstance(actual, torch.Tensor) else {}
+    for code, makers in [*mutants.variants(function, args, kwargs).items(), *fitted.items()]:
         for make in makers:
             try:
                 produced = make()
@@ -159,7 +166,7 @@ def diagnose(function: str, args: Sequence, kwargs: dict, actual: torch.Tensor, 
     found = []
     actual = actual.to(torch.float64)
     expected = expected.to(torch.float64)
-    for code, produced in _variant_outputs(function, args, kwargs, select):
+    for code, produced in _variant_outputs(function, args, kwargs, select, actual):
         if code in found or produced.shape != actual.shape:
             continue
         matches = torch.isclose(actual, produced, atol=tol.atol, rtol=tol.rtol, equal_nan=True).all()
@@ -269,7 +276,7 @@ def expect_explained(result: CallResult, expected: torch.Tensor, *, function: st
         right = actual.shape == expected.shape and tolerances.close(actual, expected, tol)
     if right:
         return value
-    for _code, produced in _variant_outputs(function, args, kwargs, select):
+    for _code, produced in _variant_outputs(function, args, kwargs, select, actual):
         if produced.shape == actual.shape and bool(torch.isclose(actual.to(torch.float64), produced,
                                                                  equal_nan=True).all()):
             return value

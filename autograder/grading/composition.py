@@ -199,8 +199,9 @@ WITNESSES = (_square, _in(torch.float32), _in(torch.float64),
 
 def _witnessed(student, q, k, v, mask, weights) -> bool:
     """A composite that raised where its helpers' composition raises is right *as a composition* only if,
-    on a case the composition can compute (as many keys as queries, another precision, or both), it returns
-    exactly what the composition returns: raising alone shows nothing of its own code."""
+    on every case the composition can compute (as many keys as queries, another precision, or both), it
+    returns exactly what the composition returns: raising alone shows nothing of its own code."""
+    seen = False
     for make in WITNESSES:
         case = make(q, k, v, mask)
         if case is None:
@@ -209,8 +210,10 @@ def _witnessed(student, q, k, v, mask, weights) -> bool:
         if composed is None or composed.raised is not None:
             continue
         call = student.call(COMPOSITE, *(case if case[3] is not None else case[:3]))
-        return _matches(call, composed, weights)
-    return False
+        if not _matches(call, composed, weights):
+            return False
+        seen = True
+    return seen
 
 
 def explain(student, q, k, v, mask, result, weights: bool = True, what: str = "") -> Optional[ExplainedElsewhere]:

@@ -107,6 +107,45 @@ def _sdpa_variants(q, k, v, mask=None):
     return variants
 
 
+# A fill this negative is a "large constant" in place of -inf (float16's lowest is -65504).
+LARGE_NEGATIVE = -1e4
+
+
+def fitted(function: str, args: Sequence, kwargs: dict, actual: torch.Tensor) -> dict[str, list[Callable]]:
+    """Variants whose constant is read from the student's own output: half-overflow is a class (one large
+    finite negative constant in place of -inf, filled in or added), not the one value -1e9."""
+    a = list(args) + [kwargs[name] for name in ("mask",) if name in kwargs]
+    if function != "apply_mask" or len(a) < 2 or not isinstance(a[1], torch.Tensor) or a[1].dtype != torch.bool:
+        return {}
+    scores, mask = a[0], a[1]
+    try:
+        shape = torch.broadcast_shapes(scores.shape, mask.shape)
+    except RuntimeError:
+        return {}
+    if tuple(actual.shape) != tuple(shape):
+        return {}
+    hidden = (~mask).expand(shape)
+    filled = _one_constant(actual[hidden])
+    added = _one_constant((actual.to(torch.float64) - scores.to(torch.float64).expand(shape))[hidden])
+    makers = []
+    if filled is not None:
+        makers.append(lambda: scores.masked_fill(~mask, filled))
+    if added is not None:
+        makers.append(lambda: scores + added * (~mask).to(scores.dtype))
+    return {"half-overflow": makers} if makers else {}
+
+
+def _one_constant(values: torch.Tensor):
+    """The one large negative constant all `values` hold, or None."""
+    if values.numel() == 0:
+        return None
+    first = float(values.reshape(-1)[0])
+    if not math.isfinite(first) or first > LARGE_NEGATIVE:
+        return None
+    same = torch.isclose(values.to(torch.float64), torch.tensor(first, dtype=torch.float64), rtol=1e-6, atol=0)
+    return first if bool(same.all()) else None
+
+
 def variants(function: str, args: Sequence, kwargs: dict) -> dict[str, list[Callable]]:
     """{code: [callable producing the buggy output]} for one student function."""
     a = list(args) + [kwargs[name] for name in ("mask",) if name in kwargs]

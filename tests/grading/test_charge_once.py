@@ -7,7 +7,7 @@ from autograder.grading.hidden_checks import CheckResult, PartResult, honest_los
 from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.grading.misconceptions import CATALOGUE, COMPOSITE_HOME
 from catalogue.charge_once import parts
-from catalogue.charging import CHARGING, DTYPE_BUGS, HONEST, TWO_MISTAKES
+from catalogue.charging import CHARGING, DTYPE_BUGS, HONEST, LARGE_FILLS, TWO_MISTAKES
 
 ORDER = parts()
 # One answer cell changed, one code: the single-misconception samples (built-ins are charged by reading the code).
@@ -131,3 +131,13 @@ def test_a_credit_for_a_code_no_check_of_its_home_names_is_withdrawn():
                "device_dtype": _result("device_dtype", credited)}
     settle_charges(results, ("sdpa", "settle"), {})
     assert not credited.passed
+
+
+@pytest.mark.parametrize("name", LARGE_FILLS)
+def test_any_large_negative_fill_is_half_overflow_charged_in_apply_mask(name):
+    """Found by a red-team pass: -1e10, finfo.min or an added -1e9 were charged in three parts."""
+    sample = next(s for s in CHARGING if s.name == name)
+    lost = _lost(_grade(sample.replace, name))
+    honest_lost = _lost(_grade(_one_bug("half-overflow"), name))
+    assert "apply_mask" in lost and lost["apply_mask"] <= honest_lost["apply_mask"], lost
+    assert set(lost) <= {"apply_mask", "device_dtype"} and lost.get("device_dtype", 0) <= 2, lost

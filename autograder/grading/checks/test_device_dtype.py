@@ -81,7 +81,7 @@ def _explained_elsewhere(student, grading, fn, args, result, failure, what):
     pair = attention_pair(student.call(fn, *square).value)
     out, _ = cases.sdpa(*square)
     if pair is None or not isinstance(pair[0], TensorSpec) or pair[0].missing_data() \
-            or pair[0].shape != tuple(out.shape) or not torch.allclose(pair[0].tensor.double(), out, atol=1e-9):
+            or pair[0].shape != tuple(out.shape) or not torch.allclose(pair[0].tensor.double(), out, rtol=0, atol=1e-9):
         return None
     return composition.ExplainedElsewhere(f"{what}：L != S 时没有结果，L == S 时正确 [assumes-square]。",
                                           ["assumes-square"], [fn], {"message": failure.message,

@@ -11,6 +11,7 @@ from autograder.grading.assertions import (
     attention_output,
     attention_pair,
     expect_tensor,
+    record_dtype_only,
     require_ok,
 )
 
@@ -60,7 +61,7 @@ def test_random_cross_attention(student, grading, rng):
         pair = attention_pair(square.value) if square.ok else None
         if pair is not None and isinstance(pair[0], TensorSpec) \
                 and pair[0].tensor is not None and pair[0].shape == tuple(ref_out.shape) \
-                and torch.allclose(pair[0].tensor.double(), ref_out, atol=1e-9):
+                and torch.allclose(pair[0].tensor.double(), ref_out, rtol=0, atol=1e-9):
             failure.codes.append("assumes-square")
         raise
 
@@ -97,7 +98,11 @@ def test_causal_no_leakage(student, grading, rng):
         if not isinstance(second, TensorSpec) or second.missing_data() or second.shape != tuple(out.shape):
             raise CheckFailed(f"{what}：输出不是形状为 {list(out.shape)}、带数值的张量（实际为 {second!r:.80}），"
                               "无法比较前 4 个查询。")
-        tol = cases.tolerance(cases.sdpa, (q, k, v, mask), torch.float64)
+        precision = second.tensor.dtype if second.tensor.is_floating_point() else torch.float64
+        if precision != torch.float64:  # the dtype is graded by the device part; compare at the one returned
+            record_dtype_only(CheckFailed(f"{what}：输出 dtype 应与输入一致（float64），实际为 {second.dtype}。",
+                                          ["dtype-changed"], explained_by=["dtype-changed"]))
+        tol = cases.tolerance(cases.sdpa, (q, k, v, mask), precision)
         if not tolerances.close(second.tensor[..., :4, :], out[..., :4, :], tol):
             raise CheckFailed("因果掩码：修改位置 4 及之后的键和值，改变了前 4 个查询的输出（信息泄漏）。")
     except CheckFailed as failure:
