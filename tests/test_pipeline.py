@@ -27,6 +27,15 @@ def test_sample_graded_as_expected(graded_course, sample):
         assert f"[{code}]" in html
 
 
+@pytest.mark.parametrize("sample, cell, most", [("bug-mask-inverted", "apply_mask-check", 10),
+                                                 ("bug-scale-missing", "scale_scores-check", 5)])
+def test_one_mistake_costs_points_in_its_own_part_only(graded_course, sample, cell, most):
+    """With the default configuration, through stock nbgrader: each mistake charged once, where it lives."""
+    cells = graded_course["grades"][sample]
+    lost = {gid: top - score for gid, (score, top) in cells.items() if score is not None and score < top}
+    assert set(lost) == {cell} and lost[cell] <= most, lost
+
+
 def test_every_code_has_a_catalogue_entry():
     covered = {code for s in catalogue.BUGS for code in s.codes}
     assert covered <= set(CODES)
