@@ -3,6 +3,9 @@ with strict end-to-end grading.
 
 Usage: python -m catalogue charge-once [--markdown]
 
+Then, for each attack on charge-once (``catalogue/charging.py``), its score beside its honest
+counterpart's (or, for two mistakes, each mistake alone's).
+
 Runs the hidden checks in this process (trusted: our own buggy samples, no
 sandbox) on the reference solution with one sample's answer cells swapped in,
 once with ``charge_once`` (opt-in: ``TrustedScoring.charge_each_mistake_once = True``)
@@ -11,7 +14,7 @@ parts that lost them, and the root-cause line the feedback shows.
 """
 import nbformat
 
-from autograder.demo.submissions import BUGS, ROOT
+from autograder.demo.submissions import BUGS, ROOT, Sample
 from autograder.grading import root_causes
 from autograder.grading.hidden_checks import run_checks
 from autograder.grading.local_student import LocalStudent, reference_namespace
@@ -65,4 +68,38 @@ def main(args) -> int:
     total_strict = sum(float(r[1]) for r in rows)
     total_once = sum(float(r[3]) for r in rows)
     print(f"\n{len(rows)} single-bug samples: {total_strict:g} points lost in strict mode, {total_once:g} charged once")
+    _attacks(order, args.markdown)
     return 0
+
+
+def _score(replace, key, order):
+    sample = Sample(key, "attack", "partial", replace)
+    _, results = grade(sample, order, True)
+    return sum(r.points for r in results.values())
+
+
+def _attacks(order, markdown):
+    """Each attack on charge-once (``catalogue/charging.py``) against its honest counterpart, charged once."""
+    from .charging import CHARGING, HONEST, TWO_MISTAKES
+
+    bugs = {s.name: s for s in BUGS}
+    rows = []
+    for sample in CHARGING:
+        if sample.name in HONEST:
+            counterpart = bugs[f"bug-{HONEST[sample.name]}"]
+            against = [(counterpart.name, _score(counterpart.replace, sample.name, order))]
+        elif sample.name in TWO_MISTAKES:
+            against = [(f"{cell} alone", _score({cell: source}, sample.name, order))
+                       for cell, source in sample.replace.items()]
+        else:
+            continue
+        score = _score(sample.replace, sample.name, order)
+        verdict = "ok" if all(score <= other for _, other in against) else "GAIN"
+        rows.append((sample.name, f"{score:g}", ", ".join(f"{n} {s:g}" for n, s in against), verdict))
+    head = ("attack", "score (once)", "counterpart", "verdict")
+    print()
+    if markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+    for row in rows:
+        print("| " + " | ".join(row) + " |" if markdown else "  ".join(row))
