@@ -8,7 +8,7 @@ counterpart's (or, for two mistakes, each mistake alone's).
 
 Runs the hidden checks in this process (trusted: our own buggy samples, no
 sandbox) on the reference solution with one sample's answer cells swapped in,
-once with ``charge_once`` (opt-in: ``TrustedScoring.charge_each_mistake_once = True``)
+once with ``charge_once`` (the default: ``TrustedScoring.charge_each_mistake_once``)
 and once strict, and prints per sample: the points lost in each mode, the
 parts that lost them, and the root-cause line the feedback shows.
 """
