@@ -47,6 +47,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 STUDENT_A, STUDENT_B = control.STUDENTS[:2]
 BUGGY = "bug-mask-inverted"
+# The course lists each edition (sdpa, sdpa_en): match the cell's whole text, not a prefix of it.
+ASSIGNMENT_NAME = re.compile(rf"^\s*{re.escape(ASSIGNMENT)}\s*$")
 MANUAL = {STUDENT_A: "2.5", STUDENT_B: "1"}
 AUTOMATIC_CELLS, AUTOMATIC_POINTS = samples.automatic_cells()
 
@@ -276,7 +278,7 @@ def test_semester_on_jupyterhub(hub, browser, shots_on_failure):
     formgrader = f"{_user_url(hub, INSTRUCTOR)}/formgrader"
     with _timed("instructor: formgrader generate + release"):
         teacher.goto(f"{formgrader}/manage_assignments")
-        row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT))
+        row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT_NAME))
         expect(row).to_have_count(1)
         _shot(teacher, "01-formgrader-manage-assignments")
         _formgrader_action(teacher, row, "assign", "02-formgrader-generated")
@@ -298,7 +300,7 @@ def test_semester_on_jupyterhub(hub, browser, shots_on_failure):
     # 5. Instructor: collect, autograde, manual grades, feedback.
     with _timed("instructor: collect"):
         teacher.goto(f"{formgrader}/manage_assignments")
-        row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT))
+        row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT_NAME))
         _formgrader_action(teacher, row, "collect", "30-formgrader-collected")
         teacher.reload()
         expect(row.locator("td.num-submissions")).to_have_text("2")
@@ -318,7 +320,7 @@ def test_semester_on_jupyterhub(hub, browser, shots_on_failure):
         _manual_grades(hub, teacher, formgrader)
     with _timed("instructor: generate + release feedback"):
         teacher.goto(f"{formgrader}/manage_assignments")
-        row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT))
+        row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT_NAME))
         _formgrader_action(teacher, row, "generate-feedback", "35-formgrader-feedback-generated")
         _formgrader_action(teacher, row, "release-feedback", "36-formgrader-feedback-released")
 
