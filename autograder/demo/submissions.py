@@ -54,39 +54,16 @@ def _honest(code, **kwargs):
 BUGS = [
     _honest("scores-transposed"),
     _honest("scores-scaled-early", also=("scale-by-dk",)),  # scaled twice: attention is divided by d_k
-    Sample("bug-shape-error-missing", "bug", "partial", {"attention_scores": """
-def attention_scores(q, k):
-    return q @ k.transpose(-2, -1)
-"""}, codes=("shape-error-missing",)),
+    _honest("shape-error-missing"),
     _honest("scale-missing"),
     _honest("scale-by-dk"),
     _honest("scale-multiplied"),
-    Sample("bug-scale-wrong-dim", "bug", "partial", {"scaled_dot_product_attention": """
-def scaled_dot_product_attention(q, k, v, mask=None):
-    scores = scale_scores(attention_scores(q, k), v.shape[-1])
-    weights = softmax(apply_mask(scores, mask), dim=-1)
-    return attention_output(weights, v), weights
-"""}, codes=("scale-wrong-dim",)),
+    _honest("scale-wrong-dim"),
     _honest("mask-inverted"),
     _honest("mask-zero-fill"),
     _honest("mask-ignored"),
-    Sample("bug-mask-after-softmax", "bug", "partial", {"scaled_dot_product_attention": """
-def scaled_dot_product_attention(q, k, v, mask=None):
-    scores = scale_scores(attention_scores(q, k), q.shape[-1])
-    weights = softmax(scores, dim=-1)
-    if mask is not None:
-        weights = weights * mask
-    return attention_output(weights, v), weights
-"""}, codes=("mask-after-softmax",)),
-    Sample("bug-inplace-mutation", "bug", "partial", {"apply_mask": """
-def apply_mask(scores, mask=None):
-    if mask is None:
-        return scores
-    if mask.dtype == torch.bool:
-        return scores.masked_fill_(~mask, float("-inf"))
-    scores += mask
-    return scores
-"""}, codes=("inplace-mutation",)),
+    _honest("mask-after-softmax"),
+    _honest("inplace-mutation"),
     _honest("half-overflow"),
     Sample("bug-device-mismatch", "bug", "partial", {"apply_mask": """
 def apply_mask(scores, mask=None):
@@ -103,12 +80,7 @@ def causal_mask(L, S, device=None):
     _honest("fully-masked-nan"),
     _honest("softmax-unstable"),
     _honest("softmax-global-max"),
-    Sample("bug-softmax-wrong-dim", "bug", "partial", {"scaled_dot_product_attention": """
-def scaled_dot_product_attention(q, k, v, mask=None):
-    scores = scale_scores(attention_scores(q, k), q.shape[-1])
-    weights = softmax(apply_mask(scores, mask), dim=-2)
-    return attention_output(weights, v), weights
-"""}, codes=("softmax-wrong-dim",)),
+    _honest("softmax-wrong-dim"),
     Sample("bug-softmax-builtin", "bug", "partial", {"softmax": """
 def softmax(x, dim=-1):
     return torch.nan_to_num(torch.softmax(x, dim=dim), nan=0.0)
@@ -124,30 +96,13 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     weights = softmax(apply_mask(scores, mask), dim=-1)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), weights
 """}, codes=("sdpa-builtin",)),
-    Sample("bug-output-used-k", "bug", "partial", {"scaled_dot_product_attention": """
-def scaled_dot_product_attention(q, k, v, mask=None):
-    scores = scale_scores(attention_scores(q, k), q.shape[-1])
-    weights = softmax(apply_mask(scores, mask), dim=-1)
-    return weights @ k, weights
-"""}, codes=("output-used-k",)),
+    _honest("output-used-k"),
     _honest("assumes-square"),
     _honest("returns-not-tuple"),
-    Sample("bug-causal-off-by-one", "bug", "partial", {"causal_mask": """
-def causal_mask(L, S, device=None):
-    return torch.ones(L, S, dtype=torch.bool, device=device).tril(-1)
-"""}, codes=("causal-off-by-one",)),
-    Sample("bug-causal-bottom-right", "bug", "partial", {"causal_mask": """
-def causal_mask(L, S, device=None):
-    return torch.ones(L, S, dtype=torch.bool, device=device).tril(S - L)
-"""}, codes=("causal-bottom-right",)),
-    Sample("bug-padding-polarity", "bug", "partial", {"key_padding_to_attn_mask": """
-def key_padding_to_attn_mask(key_padding_mask):
-    return key_padding_mask.bool()[:, None, None, :]
-"""}, codes=("padding-polarity",)),
-    Sample("bug-padding-shape", "bug", "partial", {"key_padding_to_attn_mask": """
-def key_padding_to_attn_mask(key_padding_mask):
-    return ~key_padding_mask.bool()
-"""}, codes=("padding-shape",)),
+    _honest("causal-off-by-one"),
+    _honest("causal-bottom-right"),
+    _honest("padding-polarity"),
+    _honest("padding-shape"),
     _honest("dtype-changed"),
     Sample("bug-hand-unscaled", "bug", "partial", {"hand-calc-answers": """
 hand_scores = [0.0, 2 * math.log(2), 2 * math.log(5)]

@@ -1,11 +1,12 @@
 """What an honest holder of each misconception writes: the mistake, and no other.
 
-Charge-once refunds a part whose failure a helper's misconception explains
-(``composition``).  The refund is sound only if the helper's own part charged
-that misconception at least as much as it charges a student who really holds
-it: these answer cells, graded by the same checks on the same seed, are that
-yardstick (``hidden_checks.honest_loss``).  The demo class's one-bug samples
-are these cells too, so what the catalogue shows is what the yardstick measures.
+Charge-once refunds a part whose failure a misconception of another part
+explains (``composition``, or a known mistake's output in the device part).
+The refund is sound only if the home part charged that misconception at least
+as much as it charges a student who really holds it: these answer cells,
+graded by the same checks on the same seed, are that yardstick
+(``hidden_checks.honest_loss``).  The demo class's one-bug samples are these
+cells too, so what the catalogue shows is what the yardstick measures.
 """
 
 # code -> (answer cell grade_id, its source with that one mistake)
@@ -101,6 +102,61 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = scale_scores(attention_scores(q, k), q.shape[-1])
     return attention_output(softmax(apply_mask(scores, mask), dim=-1), v)
+"""),
+    "shape-error-missing": ("attention_scores", """
+def attention_scores(q, k):
+    return q @ k.transpose(-2, -1)
+"""),
+    "scale-wrong-dim": ("scaled_dot_product_attention", """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), v.shape[-1])
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    return attention_output(weights, v), weights
+"""),
+    "mask-after-softmax": ("scaled_dot_product_attention", """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    weights = softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights * mask
+    return attention_output(weights, v), weights
+"""),
+    "inplace-mutation": ("apply_mask", """
+def apply_mask(scores, mask=None):
+    if mask is None:
+        return scores
+    if mask.dtype == torch.bool:
+        return scores.masked_fill_(~mask, float("-inf"))
+    scores += mask
+    return scores
+"""),
+    "softmax-wrong-dim": ("scaled_dot_product_attention", """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    weights = softmax(apply_mask(scores, mask), dim=-2)
+    return attention_output(weights, v), weights
+"""),
+    "output-used-k": ("scaled_dot_product_attention", """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    return weights @ k, weights
+"""),
+    "causal-off-by-one": ("causal_mask", """
+def causal_mask(L, S, device=None):
+    return torch.ones(L, S, dtype=torch.bool, device=device).tril(-1)
+"""),
+    "causal-bottom-right": ("causal_mask", """
+def causal_mask(L, S, device=None):
+    return torch.ones(L, S, dtype=torch.bool, device=device).tril(S - L)
+"""),
+    "padding-polarity": ("key_padding_to_attn_mask", """
+def key_padding_to_attn_mask(key_padding_mask):
+    return key_padding_mask.bool()[:, None, None, :]
+"""),
+    "padding-shape": ("key_padding_to_attn_mask", """
+def key_padding_to_attn_mask(key_padding_mask):
+    return ~key_padding_mask.bool()
 """),
 }
 
