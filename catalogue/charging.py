@@ -200,6 +200,79 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     return attention_output(weights, v), weights
 '''}
 
+# Found by a third red-team pass: a composite that returns bfloat16 (whose wide tolerance hid a mistake of
+# its own), helpers that return half precision, other forms of a large negative fill, and a composite
+# wrong only on the inputs of the half-precision accuracy check (its float64 result there was taken as
+# the target because a mutant reproduces it).
+BFLOAT16_HIDES_WRONG_DIM = {"scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    dtype = q.dtype
+    q, k, v = q.bfloat16(), k.bfloat16(), v.bfloat16()
+    scores = attention_scores(q, k) / math.sqrt(v.shape[-1])  # its own bug: d_v, not d_k
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    return attention_output(weights, v), weights
+'''}
+BFLOAT16_SOFTMAX = {"softmax": _HALF_SOFTMAX.replace("x.float()", "x.bfloat16()")}
+# A softmax mistake of its own behind a bfloat16 cast: on large scores, rounding the inputs to bfloat16 moves
+# the output by more than the mistake does, so only the inputs rounded to bfloat16 can tell the two apart.
+BFLOAT16_GLOBAL_MAX = {"softmax": honest.SOURCES["softmax-global-max"][1].replace(
+    "    m = x.max()", "    x = x.bfloat16()\n    m = x.max()")}
+BFLOAT16_UNSTABLE = {"softmax": honest.SOURCES["softmax-unstable"][1].replace(
+    "    exps = torch.exp(x)", "    x = x.bfloat16()\n    exps = torch.exp(x)")}
+HALF_SCORES = {"attention_scores": '''
+def attention_scores(q, k):
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError("d_k mismatch")
+    return (q @ k.transpose(-2, -1)).half()
+'''}
+FILL_WHERE = _large_fill("torch.where(mask, scores, -1e9)")
+FILL_INDEXED = _large_fill("_indexed(scores, mask)")
+FILL_INDEXED["apply_mask"] = '''
+def _indexed(scores, mask):
+    out = scores.clone()
+    out[~mask.expand_as(out)] = -1e9
+    return out
+''' + FILL_INDEXED["apply_mask"]
+MASK_IGNORED_ON_ACCURACY_SHAPE = {"scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    if tuple(q.shape) == (2, 2, 6, 16) and q.dtype == torch.float64:
+        mask = None  # its own bug, only where the accuracy check takes its float64 target
+    weights = softmax(apply_mask(scale_scores(attention_scores(q, k), q.shape[-1]), mask), dim=-1)
+    return attention_output(weights, v), weights
+'''}
+
+# Found by a fourth red-team pass.  Several mutants may give one output (a NaN row is fully-masked-nan's,
+# softmax-unstable's and softmax-global-max's): any one of them, charged in full where it lives, pays.
+NAN_BELOW_4D = {"softmax": '''
+def softmax(x, dim=-1):
+    m = x.amax(dim=dim, keepdim=True)
+    if x.dim() >= 4:
+        m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    exps = torch.exp(x - m)
+    total = exps.sum(dim=dim, keepdim=True)
+    if x.dim() >= 4:
+        total = torch.where(total > 0, total, torch.ones_like(total))
+    return exps / total
+'''}
+# A composite's own mistake shown in one cheap check of its part only: the device part's credit for it
+# needs the part to lose what an honest holder loses, as for a helper's mistake.
+WRONG_DIM_ON_SOME_MASKS = {"scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    odd = mask is not None and (mask.is_floating_point() or (q.dim() == 4 and mask.dim() == 2))
+    scores = scale_scores(attention_scores(q, k), v.shape[-1] if odd else q.shape[-1])
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    return attention_output(weights, v), weights
+'''}
+MASK_AFTER_SOFTMAX_IN_4D = {"scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    if mask is not None and q.dim() == 4:
+        weights = softmax(scores, dim=-1) * mask
+    else:
+        weights = softmax(apply_mask(scores, mask), dim=-1)
+    return attention_output(weights, v), weights
+'''}
+
 # Correct code in forms a student may write: helpers captured in default arguments and closures.
 FAIR_DEFAULT = {"scaled_dot_product_attention": '''
 def scaled_dot_product_attention(q, k, v, mask=None, _scores=attention_scores, _scale=scale_scores,
@@ -241,6 +314,17 @@ CHARGING = [
     Sample("bug-half-overflow-finfo", "bug", "partial", FILL_FINFO, codes=("half-overflow",)),
     Sample("bug-half-overflow-added", "bug", "partial", FILL_ADDED, codes=("half-overflow",)),
     Sample("bug-dtype-changed-composite", "bug", "partial", COMPOSITE_IN_FLOAT32, codes=("dtype-changed",)),
+    Sample("attack-charge-bfloat16-hides-own-bug", "attack", "partial", BFLOAT16_HIDES_WRONG_DIM),
+    Sample("attack-charge-mask-ignored-on-accuracy-shape", "attack", "partial", MASK_IGNORED_ON_ACCURACY_SHAPE),
+    Sample("attack-charge-bfloat16-global-max", "attack", "partial", BFLOAT16_GLOBAL_MAX),
+    Sample("attack-charge-nan-below-4d", "attack", "partial", NAN_BELOW_4D),
+    Sample("attack-charge-wrong-dim-on-some-masks", "attack", "partial", WRONG_DIM_ON_SOME_MASKS),
+    Sample("attack-charge-mask-after-softmax-in-4d", "attack", "partial", MASK_AFTER_SOFTMAX_IN_4D),
+    Sample("attack-charge-bfloat16-unstable", "attack", "partial", BFLOAT16_UNSTABLE),
+    Sample("bug-dtype-changed-bfloat16-softmax", "bug", "partial", BFLOAT16_SOFTMAX, codes=("dtype-changed",)),
+    Sample("bug-dtype-changed-half-scores", "bug", "partial", HALF_SCORES, codes=("dtype-changed",)),
+    Sample("bug-half-overflow-where", "bug", "partial", FILL_WHERE, codes=("half-overflow",)),
+    Sample("bug-half-overflow-indexed", "bug", "partial", FILL_INDEXED, codes=("half-overflow",)),
     Sample("fairness-helpers-in-defaults", "fairness", "full", FAIR_DEFAULT),
     Sample("fairness-helpers-in-closure", "fairness", "full", FAIR_CLOSURE),
 ]
@@ -259,12 +343,21 @@ HONEST = {
     "attack-charge-late-subcase": "mask-inverted",
     "attack-charge-inplace-behind-dtype": "inplace-mutation",
     "attack-charge-lone-output-wrong-in-half": "returns-not-tuple",
+    "attack-charge-bfloat16-hides-own-bug": "scale-wrong-dim",
+    "attack-charge-bfloat16-global-max": "softmax-global-max",
+    "attack-charge-bfloat16-unstable": "softmax-unstable",
+    "attack-charge-nan-below-4d": "fully-masked-nan",
 }
 # Two-mistake attacks: each answer cell alone is one of the mistakes.
 TWO_MISTAKES = ("attack-charge-lone-output-behind-dtype", "attack-charge-raising-behind-dtype",
                 "attack-charge-wrong-values-behind-transpose", "attack-charge-overflow-text")
+# A mistake written to show on one graded input only (its shape read from the hidden check): strict grading
+# sees it nowhere else either; charge-once charges it where it shows and never scores it above strict.
+SHOWS_ONCE = ("attack-charge-mask-ignored-on-accuracy-shape", "attack-charge-wrong-dim-on-some-masks",
+              "attack-charge-mask-after-softmax-in-4d")
 # One dtype mistake, charged like the honest one (``bug-dtype-changed``).
 DTYPE_BUGS = ("bug-dtype-changed-in-scores", "bug-dtype-changed-in-output", "bug-dtype-changed-double",
-              "bug-dtype-changed-composite")
+              "bug-dtype-changed-composite", "bug-dtype-changed-bfloat16-softmax", "bug-dtype-changed-half-scores")
 # half-overflow with another large constant: charged like the honest one, in apply_mask only.
-LARGE_FILLS = ("bug-half-overflow-1e10", "bug-half-overflow-finfo", "bug-half-overflow-added")
+LARGE_FILLS = ("bug-half-overflow-1e10", "bug-half-overflow-finfo", "bug-half-overflow-added",
+               "bug-half-overflow-where", "bug-half-overflow-indexed")

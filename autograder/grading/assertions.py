@@ -216,7 +216,7 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
     if value.dtype != want_dtype:
         _raise_unless_explained(CheckFailed(
             f"{what}：输出 dtype 应与输入一致（{want_dtype}），实际为 {value.dtype}。", ["dtype-changed"], example,
-            explained_by=_dtype_only(function, args, kwargs, select, value, expected, dtype)))
+            explained_by=_dtype_only(function, args, kwargs, select, value, expected, dtype, tol)))
     if not value.device.startswith(device):
         raise CheckFailed(f"{what}：输出应在输入所在的设备 {device} 上，实际在 {value.device}。",
                           ["device-mismatch"], example)
@@ -250,6 +250,14 @@ def expect_explained(result: CallResult, expected: torch.Tensor, *, function: st
     this process received and found either correct or reproduced by a known
     misconception's mutant.  Returns the TensorSpec.
     """
+    return expect_real_work(result, expected, function=function, args=args, kwargs=kwargs, what=what,
+                            select=select)[0]
+
+
+def expect_real_work(result: CallResult, expected: torch.Tensor, *, function: str, args: Sequence,
+                     kwargs: Optional[dict] = None, what: str, select: Optional[int] = None) -> tuple:
+    """`expect_explained`, and the codes whose mutants reproduce the output ([] when it is right): a
+    check that grades such an output passes only if those codes are charged where they live."""
     kwargs = kwargs or {}
     value = require_ok(result, what)
     if select == 0 and isinstance(value, (tuple, list)) and value:
@@ -275,24 +283,52 @@ def expect_explained(result: CallResult, expected: torch.Tensor, *, function: st
             if function in cases.REFERENCES else tolerances.floor_for(torch.float64)
         right = actual.shape == expected.shape and tolerances.close(actual, expected, tol)
     if right:
-        return value
-    for _code, produced in _variant_outputs(function, args, kwargs, select, actual):
-        if produced.shape == actual.shape and bool(torch.isclose(actual.to(torch.float64), produced,
-                                                                 equal_nan=True).all()):
-            return value
+        return value, []
+    codes = [code for code, produced in _variant_outputs(function, args, kwargs, select, actual)
+             if produced.shape == actual.shape
+             and bool(torch.isclose(actual.to(torch.float64), produced, equal_nan=True).all())]
+    if codes:
+        return value, list(dict.fromkeys(codes))
     raise CheckFailed(f"{what}：在 CPU 上的结果既不正确，也不是已诊断的错误，设备与精度的检查无法评分。")
 
 
-def _dtype_only(function, args, kwargs, select, value, expected, dtype) -> list[str]:
-    """["dtype-changed"] when the values are right at the lower of the precisions wanted and returned: the
-    dtype is then the only mistake of this output (the device and dtype part grades it)."""
+def _dtype_only(function, args, kwargs, select, value, expected, dtype, fine) -> list[str]:
+    """["dtype-changed"] when the values are right at the lower of the precisions wanted and returned, and
+    that precision still tells them from every known mistake: the dtype is then the only mistake of this
+    output (the device and dtype part grades it).  A mistake the check itself would fail (at its own
+    tolerance `fine`) must be told apart: at the coarse tolerance, or else (large inputs, where rounding
+    them to bfloat16 moves the output by more than any mistake does) on the inputs rounded to that
+    precision, where only the arithmetic's rounding is left.  Where neither tells them apart (bfloat16
+    cannot tell d_k from d_v in the scale), the values are not shown right and the check fails here: a
+    lower precision never hides a mistake of the function's own."""
     if value.tensor is None or function not in cases.REFERENCES \
             or tuple(value.shape) != tuple(expected.shape) or not value.tensor.is_floating_point():
         return []
     returned, wanted = value.tensor.dtype, dtype if dtype is not None else expected.dtype
     probe = max((returned, wanted), key=lambda d: torch.finfo(d).eps if d.is_floating_point else 0.0)
-    tol = cases.tolerance(cases.REFERENCES[function], args, probe, select=select, **kwargs)
-    return ["dtype-changed"] if tolerances.close(value.tensor, expected, tol) else []
+    reference = cases.REFERENCES[function]
+    tol = cases.tolerance(reference, args, probe, select=select, **kwargs)
+    if not tolerances.close(value.tensor, expected, tol):
+        return []
+    if not _told_apart(function, args, kwargs, select, value.tensor, expected, fine, tol):
+        rounded = cases.cast(cases.cast(args, probe), torch.float64)
+        output = reference(*rounded, **kwargs)
+        on_rounded = output[select or 0] if isinstance(output, tuple) else output
+        arithmetic = cases.tolerance(reference, rounded, probe, select=select, **kwargs)
+        if not tolerances.close(value.tensor, on_rounded, arithmetic) or not _told_apart(
+                function, rounded, kwargs, select, value.tensor, on_rounded, arithmetic, arithmetic):
+            return []
+    return ["dtype-changed"]
+
+
+def _told_apart(function, args, kwargs, select, actual, expected, fine, coarse) -> bool:
+    """Whether `actual` lies outside `coarse` of every known mistake's output that is not within `fine` of
+    `expected`."""
+    for _code, produced in _variant_outputs(function, args, kwargs, select, actual):
+        if produced.shape == actual.shape and not tolerances.close(produced, expected, fine) \
+                and tolerances.close(actual, produced, coarse):
+            return False
+    return True
 
 
 def _shape_codes(function, diag_args, value, select):

@@ -57,14 +57,22 @@ class Composition:
     raised: Optional[tuple] = None  # (ename, evalue) of the helper call where the chain stopped
     codes: list = field(default_factory=list)  # misconceptions the helpers show on these inputs
     helpers: list = field(default_factory=list)  # the helpers that show them
+    # One group per helper that differs: the codes whose mutants each reproduce that helper's output.
+    groups: list = field(default_factory=list)
 
 
 class ExplainedElsewhere(Exception):
-    """A check that keeps its points: its differences come from codes charged in their own parts."""
+    """A check that keeps its points: its differences come from codes charged in their own parts.
 
-    def __init__(self, message: str, codes: list, helpers: list, failure: Optional[dict] = None):
+    `groups` says which codes are alternatives: each group is one difference, explained by any one of its
+    codes (several mutants may reproduce the same output); every group must be paid for.  By default each
+    code is a difference of its own."""
+
+    def __init__(self, message: str, codes: list, helpers: list, failure: Optional[dict] = None,
+                 groups: Optional[list] = None):
         super().__init__(message)
         self.message, self.codes, self.helpers = message, list(codes), list(helpers)
+        self.groups = [list(g) for g in groups] if groups else [[c] for c in self.codes]
         self.failure = failure or {}  # the failure it explains: what the check reports if the credit is withdrawn
 
 
@@ -141,6 +149,7 @@ def compose(student, q, k, v, mask=None) -> Optional[Composition]:
                     return None
                 result.codes.extend(c for c in codes if c not in result.codes)
                 result.helpers.append(function)
+                result.groups.append(codes)
             result.raised = (call.ename, call.evalue)
             return result
         got = _tensor(call)
@@ -153,6 +162,7 @@ def compose(student, q, k, v, mask=None) -> Optional[Composition]:
         if codes:
             result.codes.extend(c for c in codes if c not in result.codes)
             result.helpers.append(function)
+            result.groups.append(codes)
     result.output, result.weights = outputs["attention_output"], outputs["softmax"]
     return result
 
@@ -193,8 +203,14 @@ def _in(dtype):
     return cast
 
 
-WITNESSES = (_square, _in(torch.float32), _in(torch.float64),
-             lambda *a: _in(torch.float32)(*(_square(*a) or a)), lambda *a: _in(torch.float64)(*(_square(*a) or a)))
+def _square_in(dtype):
+    return lambda *case: _in(dtype)(*(_square(*case) or case))
+
+
+# Cases a composition that raised may compute: a helper that assumes L == S, or one that returns another
+# dtype (its output meets a tensor of the input's dtype) computes where every input has its dtype.
+_PRECISIONS = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+WITNESSES = (_square, *map(_in, _PRECISIONS), *map(_square_in, _PRECISIONS))
 
 
 def _witnessed(student, q, k, v, mask, weights) -> bool:
@@ -228,7 +244,7 @@ def explain(student, q, k, v, mask, result, weights: bool = True, what: str = ""
     codes = "".join(f"[{c}]" for c in composed.codes)
     return ExplainedElsewhere(
         f"{what}与 PyTorch 的结果不同，但差异全部来自 {where} 中的 {codes}（在它所在的部分扣分）；"
-        f"按你自己的函数组合，这一步是对的，不重复扣分。", composed.codes, composed.helpers)
+        f"按你自己的函数组合，这一步是对的，不重复扣分。", composed.codes, composed.helpers, groups=composed.groups)
 
 
 def explain_result(student, grading: dict, result, q, k, v, mask, weights: bool, what: str,
@@ -272,5 +288,6 @@ class SubCases:
             return
         codes = list(dict.fromkeys(c for e in self.explained for c in e.codes))
         helpers = list(dict.fromkeys(h for e in self.explained for h in e.helpers))
+        groups = [list(g) for g in dict.fromkeys(tuple(g) for e in self.explained for g in e.groups)]
         raise ExplainedElsewhere("\n".join(dict.fromkeys(e.message for e in self.explained)), codes, helpers,
-                                 next((e.failure for e in self.explained if e.failure), None))
+                                 next((e.failure for e in self.explained if e.failure), None), groups=groups)

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import pytest
 
 from .assertions import EXPLAINED, CheckFailed
-from .composition import HOME, ExplainedElsewhere
+from .composition import ExplainedElsewhere
+from .honest import SOURCES as YARDSTICKS
+from .misconceptions import HOMES
 
 if TYPE_CHECKING:
     import torch
@@ -47,6 +49,8 @@ class CheckResult:
     # Passed because its differences from PyTorch come from these codes, charged in their own
     # parts (see composition.py); `settle_charges` confirms or withdraws that credit.
     charged_elsewhere: list = field(default_factory=list)
+    # Which of those codes are alternatives (``composition.ExplainedElsewhere.groups``); [] = each its own.
+    charged_groups: list = field(default_factory=list)
     # What the check reported when it failed, restored if the credit is withdrawn.
     failure: dict = field(default_factory=dict)
     replay: Any = None  # a failed comparison to shrink (``shrink.Replay``)
@@ -136,7 +140,7 @@ class _Plugin:
         exc = call.excinfo.value
         if isinstance(exc, ExplainedElsewhere):
             return CheckResult(points=max_points, passed=True, message=exc.message,
-                               charged_elsewhere=exc.codes, failure=exc.failure, **base)
+                               charged_elsewhere=exc.codes, charged_groups=exc.groups, failure=exc.failure, **base)
         if isinstance(exc, CheckFailed):
             failure = dict(message=exc.message, codes=exc.codes, example=exc.example)
             if exc.explained_by and charge_once:
@@ -154,6 +158,8 @@ def _with_recorded(result: CheckResult, recorded: list) -> CheckResult:
     if not recorded or not result.passed:
         return result
     codes = list(dict.fromkeys([*result.charged_elsewhere, *(c for f in recorded for c in f.explained_by)]))
+    if result.charged_groups:
+        result.charged_groups = [*result.charged_groups, *([c] for c in codes if c not in result.charged_elsewhere)]
     first = recorded[0]
     failure = result.failure or {"message": first.message, "codes": first.codes, "example": first.example}
     message = result.message if result.charged_elsewhere else \
@@ -214,16 +220,18 @@ def _shrink_examples(student, results) -> None:
 def settle_charges(results: dict, seed_key: Sequence[object], context: dict, yardstick: bool = True) -> None:
     """Decide the credit of every check that passed because its differences are charged elsewhere.
 
-    A code pays for such a check only if the part where it lives (``composition.HOME``) charged it: a
-    failing check of that part names the code, and that part lost at least what it takes from an honest
-    holder of the code on the same seed (`honest_loss`).  Otherwise the check fails here, naming the
+    A code pays for such a check only if the part where it lives (``misconceptions.HOMES``) charged it: a
+    failing check of that part names the code, and, for every code an answer cell can hold alone
+    (``honest.SOURCES``), that part lost at least what it takes from an honest holder of the code on
+    the same seed (`honest_loss`).  A difference that several codes explain alike (``charged_groups``)
+    is paid for by any one of them.  Otherwise the check fails here, naming the
     codes.  A helper that misbehaves only where the composite calls it, or is wrong on one cheap check
     alone, or a composite with a bug of its own, therefore never scores more than the honest student.
     """
     candidates = [(result.part, check) for result in results.values() for check in result.checks
                   if check.passed and check.charged_elsewhere]
     # A code whose home is the check's own part: another check of that part must charge it for real.
-    own = [(part, check) for part, check in candidates if any(HOME.get(c) == part for c in check.charged_elsewhere)]
+    own = [(part, check) for part, check in candidates if any(HOMES.get(c) == part for c in check.charged_elsewhere)]
     _settle(results, own, seed_key, context, yardstick)
     # Then the others, against the home parts as they now stand (with every credit still standing,
     # their losses are the lowest they can be, so no later decision can undo a gate that passed).
@@ -240,16 +248,26 @@ def _settle(results, candidates, seed_key, context, yardstick):
     decisions = []
     for _part, check in candidates:
         short = []
-        for code in check.charged_elsewhere:
-            home = HOME.get(code)
-            if home is None or home not in charged.get(code, set()):
-                short.append((code, None))
-            elif yardstick and lost[home] + 1e-9 < honest_loss(code, home, tuple(seed_key), _frozen(context)):
-                short.append((code, home))
+        for group in check.charged_groups or [[code] for code in check.charged_elsewhere]:
+            unpaid = [_unpaid(code, charged, lost, seed_key, context, yardstick) for code in group]
+            if all(unpaid):  # a difference that any one of its codes, charged where it lives, would pay for
+                short.extend((code, home) for code, (home,) in zip(group, unpaid))
         decisions.append((check, short))
     for check, short in decisions:
         if short:
             _charge_here(check, short)
+
+
+def _unpaid(code, charged, lost, seed_key, context, yardstick) -> tuple:
+    """() when the code's home part charged it in full; else (home,) when that part charged it less than an
+    honest holder loses there, (None,) when it did not charge it at all."""
+    home = HOMES.get(code)
+    if home is None or home not in charged.get(code, set()):
+        return (None,)
+    if yardstick and code in YARDSTICKS \
+            and lost[home] + 1e-9 < honest_loss(code, home, tuple(seed_key), _frozen(context)):
+        return (home,)
+    return ()
 
 
 def _charge_here(check: CheckResult, short: list) -> None:
@@ -260,10 +278,10 @@ def _charge_here(check: CheckResult, short: list) -> None:
            else "它所在的那一部分没有因它扣分")
     note = f"差异来自 {''.join(f'[{c}]' for c in codes)}，但{why}，所以在这里扣分。"
     failure = check.failure or {"message": "与 PyTorch 的结果不同。", "codes": codes, "example": {}}
-    check.passed, check.points, check.charged_elsewhere = False, 0.0, []
+    check.passed, check.points, check.charged_elsewhere, check.charged_groups = False, 0.0, [], []
     check.codes = list(dict.fromkeys(list(failure["codes"]) + codes))
     check.example = failure["example"]
-    own = all(home is None and HOME.get(code) == check.part for code, home in short)
+    own = all(home is None and HOMES.get(code) == check.part for code, home in short)
     check.message = failure["message"] if own else f"{failure['message']}\n{note}"
 
 
@@ -274,11 +292,10 @@ def _frozen(context: dict) -> tuple:
 @functools.lru_cache(maxsize=256)
 def honest_loss(code: str, part: str, seed_key: tuple, context: tuple) -> float:
     """Points `part` takes, on this seed, from a student whose only mistake is `code` (``honest``)."""
-    from . import honest
     from .local_student import LocalStudent, reference_namespace
 
     namespace = reference_namespace()
-    _, source = honest.SOURCES[code]
+    _, source = YARDSTICKS[code]
     exec(compile(source, f"honest:{code}", "exec"), namespace)  # noqa: S102 - our own model of the mistake
     results = run_checks(LocalStudent(namespace), [part], seed_key=seed_key, context=dict(context), settle=False)
     settle_charges(results, seed_key, dict(context), yardstick=False)  # the honest holder is its own yardstick

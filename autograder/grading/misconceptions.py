@@ -130,3 +130,5 @@ _CATALOGUE = [
 CATALOGUE = {m.code: m for m in _CATALOGUE}
 # Where each misconception that a composite may pass on lives: the helper whose own part charges it.
 COMPOSITE_HOME = {m.code: m.home for m in _CATALOGUE if m.composite_credit}
+# Every code's home: where a device or dtype check that graded a known mistake's output has it charged.
+HOMES = {m.code: m.home for m in _CATALOGUE}

@@ -7,7 +7,7 @@ from autograder.grading.hidden_checks import CheckResult, PartResult, honest_los
 from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.grading.misconceptions import CATALOGUE, COMPOSITE_HOME
 from catalogue.charge_once import parts
-from catalogue.charging import CHARGING, DTYPE_BUGS, HONEST, LARGE_FILLS, TWO_MISTAKES
+from catalogue.charging import CHARGING, DTYPE_BUGS, HONEST, LARGE_FILLS, SHOWS_ONCE, TWO_MISTAKES
 
 ORDER = parts()
 # One answer cell changed, one code: the single-misconception samples (built-ins are charged by reading the code).
@@ -67,6 +67,16 @@ def test_a_second_mistake_never_raises_the_score(name, key):
     both = _total(sample.replace, key)
     for cell, source in sample.replace.items():
         assert both <= _total({cell: source}, key), (cell, both)
+
+
+@pytest.mark.parametrize("name", SHOWS_ONCE)
+def test_a_mistake_that_shows_on_one_input_is_charged_there_and_never_above_strict(name):
+    """Found by a third red-team pass: the float64 output the accuracy check measures against was credited as
+    a known mistake's although no part charged that mistake."""
+    sample = next(s for s in CHARGING if s.name == name)
+    strict = sum(r.points for r in _grade(sample.replace, name, charge_once=False).values())
+    results = _grade(sample.replace, name)
+    assert _lost(results) and sum(r.points for r in results.values()) <= strict, _lost(results)
 
 
 @pytest.mark.parametrize("name", DTYPE_BUGS)
