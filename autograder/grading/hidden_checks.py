@@ -247,15 +247,19 @@ def _settle(results, candidates, seed_key, context, yardstick):
     lost = {part: result.max_points - result.points for part, result in results.items()}
     decisions = []
     for _part, check in candidates:
-        short = []
+        short, paid = [], []
         for group in check.charged_groups or [[code] for code in check.charged_elsewhere]:
             unpaid = [_unpaid(code, charged, lost, seed_key, context, yardstick) for code in group]
             if all(unpaid):  # a difference that any one of its codes, charged where it lives, would pay for
                 short.extend((code, home) for code, (home,) in zip(group, unpaid))
-        decisions.append((check, short))
-    for check, short in decisions:
+            paid.extend(code for code, why in zip(group, unpaid) if not why)
+        decisions.append((check, short, paid))
+    for check, short, paid in decisions:
         if short:
             _charge_here(check, short)
+        else:  # the feedback names the codes that paid, not the alternatives no part charged
+            check.charged_elsewhere = list(dict.fromkeys(paid))
+            check.charged_groups = [[code] for code in check.charged_elsewhere]
 
 
 def _unpaid(code, charged, lost, seed_key, context, yardstick) -> tuple:

@@ -2,7 +2,7 @@
 import pytest
 
 from autograder.demo.submissions import BUGS
-from autograder.grading import honest
+from autograder.grading import honest, root_causes
 from autograder.grading.hidden_checks import CheckResult, PartResult, honest_loss, run_checks, settle_charges
 from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.grading.misconceptions import CATALOGUE, COMPOSITE_HOME
@@ -151,3 +151,13 @@ def test_any_large_negative_fill_is_half_overflow_charged_in_apply_mask(name):
     honest_lost = _lost(_grade(_one_bug("half-overflow"), name))
     assert "apply_mask" in lost and lost["apply_mask"] <= honest_lost["apply_mask"], lost
     assert set(lost) <= {"apply_mask", "device_dtype"} and lost.get("device_dtype", 0) <= 2, lost
+
+
+def test_a_difference_several_mistakes_explain_names_only_the_one_that_paid():
+    """Found by a fourth red-team pass: a NaN row is fully-masked-nan's output, and softmax-unstable's and
+    softmax-global-max's too; the device part's credit stands on the one softmax charged, and says so."""
+    results = _grade(_one_bug("fully-masked-nan"), "alternatives")
+    assert _lost(results) == {"softmax": 2.0}
+    credited = {c for r in results.values() for check in r.checks for c in check.charged_elsewhere}
+    assert credited == {"fully-masked-nan"}
+    assert [cause["code"] for cause in root_causes.root_causes(results, ORDER)] == ["fully-masked-nan"]
