@@ -273,6 +273,39 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     return attention_output(weights, v), weights
 '''}
 
+# Found by a fifth red-team pass: narrower forms of an honest mistake.  Its home part loses less than the
+# honest holder's, so no other part is refunded; they must still never score below strict grading (the
+# device checks that grade only devices and dtypes grade a mistaken CPU output as strict grading does).
+MASK_IGNORED_BOOL_ONLY = {"apply_mask": '''
+def apply_mask(scores, mask=None):
+    if mask is None or mask.dtype == torch.bool:
+        return scores
+    return scores + mask
+'''}
+MASK_AFTER_SOFTMAX_BOOL_ONLY = {"scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    weights = softmax(scores, dim=-1)
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            weights = weights * mask
+        else:
+            weights = softmax(scores + mask, dim=-1)
+    return attention_output(weights, v), weights
+'''}
+CAUSAL_INVERTED = {"causal_mask": '''
+def causal_mask(L, S, device=None):
+    return torch.ones(L, S, dtype=torch.bool, device=device).triu(1)
+'''}
+SOFTMAX_DEFAULT_DIM0 = {"softmax": '''
+def softmax(x, dim=0):
+    m = x.amax(dim=dim, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    e = torch.exp(x - m)
+    s = e.sum(dim=dim, keepdim=True)
+    return e / torch.where(s > 0, s, torch.ones_like(s))
+'''}
+
 # Correct code in forms a student may write: helpers captured in default arguments and closures.
 FAIR_DEFAULT = {"scaled_dot_product_attention": '''
 def scaled_dot_product_attention(q, k, v, mask=None, _scores=attention_scores, _scale=scale_scores,
@@ -325,6 +358,11 @@ CHARGING = [
     Sample("bug-dtype-changed-half-scores", "bug", "partial", HALF_SCORES, codes=("dtype-changed",)),
     Sample("bug-half-overflow-where", "bug", "partial", FILL_WHERE, codes=("half-overflow",)),
     Sample("bug-half-overflow-indexed", "bug", "partial", FILL_INDEXED, codes=("half-overflow",)),
+    Sample("bug-mask-ignored-bool-only", "bug", "partial", MASK_IGNORED_BOOL_ONLY, codes=("mask-ignored",)),
+    Sample("bug-mask-after-softmax-bool-only", "bug", "partial", MASK_AFTER_SOFTMAX_BOOL_ONLY,
+           codes=("mask-after-softmax",)),
+    Sample("bug-causal-inverted", "bug", "partial", CAUSAL_INVERTED, codes=("mask-inverted",)),
+    Sample("bug-softmax-default-dim0", "bug", "partial", SOFTMAX_DEFAULT_DIM0, codes=("softmax-wrong-dim",)),
     Sample("fairness-helpers-in-defaults", "fairness", "full", FAIR_DEFAULT),
     Sample("fairness-helpers-in-closure", "fairness", "full", FAIR_CLOSURE),
 ]
@@ -355,6 +393,9 @@ TWO_MISTAKES = ("attack-charge-lone-output-behind-dtype", "attack-charge-raising
 # sees it nowhere else either; charge-once charges it where it shows and never scores it above strict.
 SHOWS_ONCE = ("attack-charge-mask-ignored-on-accuracy-shape", "attack-charge-wrong-dim-on-some-masks",
               "attack-charge-mask-after-softmax-in-4d")
+# A narrower form of an honest mistake: no refund, and never below strict grading.
+NARROWER = ("bug-mask-ignored-bool-only", "bug-mask-after-softmax-bool-only", "bug-causal-inverted",
+            "bug-softmax-default-dim0")
 # One dtype mistake, charged like the honest one (``bug-dtype-changed``).
 DTYPE_BUGS = ("bug-dtype-changed-in-scores", "bug-dtype-changed-in-output", "bug-dtype-changed-double",
               "bug-dtype-changed-composite", "bug-dtype-changed-bfloat16-softmax", "bug-dtype-changed-half-scores")

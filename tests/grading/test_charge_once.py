@@ -7,7 +7,7 @@ from autograder.grading.hidden_checks import CheckResult, PartResult, honest_los
 from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.grading.misconceptions import CATALOGUE, COMPOSITE_HOME
 from catalogue.charge_once import parts
-from catalogue.charging import CHARGING, DTYPE_BUGS, HONEST, LARGE_FILLS, SHOWS_ONCE, TWO_MISTAKES
+from catalogue.charging import CHARGING, DTYPE_BUGS, HONEST, LARGE_FILLS, NARROWER, SHOWS_ONCE, TWO_MISTAKES
 
 ORDER = parts()
 # One answer cell changed, one code: the single-misconception samples (built-ins are charged by reading the code).
@@ -77,6 +77,15 @@ def test_a_mistake_that_shows_on_one_input_is_charged_there_and_never_above_stri
     strict = sum(r.points for r in _grade(sample.replace, name, charge_once=False).values())
     results = _grade(sample.replace, name)
     assert _lost(results) and sum(r.points for r in results.values()) <= strict, _lost(results)
+
+
+@pytest.mark.parametrize("name", NARROWER)
+def test_a_narrower_form_of_an_honest_mistake_never_scores_below_strict(name):
+    """Found by a fifth red-team pass: withdrawn refunds, and device checks that graded a mistaken CPU output
+    as a credit to withdraw, took 3 to 7 points more than strict grading."""
+    sample = next(s for s in CHARGING if s.name == name)
+    strict = sum(r.points for r in _grade(sample.replace, name, charge_once=False).values())
+    assert sum(r.points for r in _grade(sample.replace, name).values()) >= strict
 
 
 @pytest.mark.parametrize("name", DTYPE_BUGS)

@@ -49,9 +49,9 @@ def _expected(fn, args, kwargs):
     return out[0] if isinstance(out, tuple) else out
 
 
-def _cpu_evidence(student, fn, args, kwargs, grading, subcases):
-    """The float64 CPU output, when it is real work (see `expect_explained`); None when there is none
-    because of a mistake that lives in another part (this part grades devices and dtypes, not values)."""
+def _cpu_evidence(student, fn, args, kwargs, grading, subcases, gate=False):
+    """The float64 CPU output, when it is real work (``assertions.expect_real_work``); None when there is
+    none because of a mistake that lives in another part (this part grades devices and dtypes, not values)."""
     result = student.call(fn, *args, **kwargs)
     what = f"{fn}（先要在 CPU 上得到可评分的结果）"
     try:
@@ -63,9 +63,11 @@ def _cpu_evidence(student, fn, args, kwargs, grading, subcases):
             raise
         subcases.explained.append(explained)
         return None
-    if codes and grading.get("charge_once", True):
-        # A known mistake's output is real work, but it shows no more than the mistake: the check keeps its
-        # points only if the part where the mistake lives charges it (``hidden_checks.settle_charges``).
+    if gate and codes and grading.get("charge_once", True):
+        # A known mistake's output is real work, but it shows no more than the mistake: a check that measures
+        # against it (`gate`) keeps its points only if the part where the mistake lives charges it in full
+        # (``hidden_checks.settle_charges``).  Checks that grade only devices and dtypes grade it as strict
+        # grading does.
         subcases.explained.append(_known_mistake(student, grading, fn, args, kwargs, result, codes, what))
     return value
 
@@ -209,7 +211,7 @@ def test_half_precision_accuracy(student, rng, grading):
         if charge_once:
             # Precision is what this check grades: a value mistake (a known misconception,
             # charged in its own part) moves the float64 target too.
-            own = _cpu_evidence(student, fn, args64, {}, grading, subcases)
+            own = _cpu_evidence(student, fn, args64, {}, grading, subcases, gate=True)
             if own is None:
                 continue
             target = own.tensor
