@@ -6,7 +6,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # CPU machines: pin the CPU build of torch (an unpinned torch pulls a multi-GB CUDA build).
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: install system-deps hub-deps hub hub-root-check hub-stop notebooks release demo lint test test-fast docs gpu-check bench clean
+.PHONY: install system-deps hub-deps hub hub-root-check hub-stop notebooks release messages demo lint test test-fast docs gpu-check bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -43,6 +43,10 @@ hub-stop:
 
 notebooks: install
 	$(PY) tools/build_notebooks.py
+
+# The grader's message catalogs (autograder/locale), refreshed from the code; translate what arrives empty.
+messages: install
+	$(PY) tools/messages.py
 
 # The course's editions (autograder/notebook/editions.py): `make release EDITIONS=sdpa_en` releases one.
 EDITIONS ?= sdpa sdpa_en

@@ -1,7 +1,8 @@
 """Student-facing messages in the assignment's language, from gettext catalogs that Babel manages.
 
-The course's source language is Chinese (the source lesson is), so a message id is the Chinese text
-and the Chinese edition shows it as written; the `en` catalog translates it.  Catalogs live in
+The course's source language is Chinese (the source lesson is), so a message id is the Chinese text:
+the `zh_CN` catalog starts as the ids themselves (a wording fix goes there, not into the code) and
+the `en` catalog translates them.  Catalogs live in
 ``autograder/locale/<locale>/LC_MESSAGES/sdpa.po`` and are refreshed from the code with
 ``make messages`` (``pybabel extract`` / ``update``).  ``tests/test_messages.py`` fails when a message
 id lacks a translation or the catalogs lag behind the code.
@@ -44,8 +45,6 @@ def using(lang: str) -> Iterator[None]:
 
 def gettext(message: str) -> str:
     """`message` (a Chinese message id) in the current language; the id itself where no translation is."""
-    if language() == SOURCE_LANGUAGE:
-        return message
     return catalog(LOCALES[language()]).get(message) or message
 
 

@@ -11,11 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 import catalogue
 from autograder.demo import course, submissions
 from autograder.grading import record
+from autograder.nbgrader.trusted_scoring import SUMMARY_KEY
 from autograder.notebook.editions import COURSE, edition_of, seed_assignment
 from tests.support.grading import FAST_LIMITS
 
@@ -77,3 +79,14 @@ def test_the_same_code_scores_the_same_in_both_editions(tmp_path):
     bug = _results(stock, COURSE, "bug-mask-inverted")
     assert "mask-inverted" in record.codes_named(bug)
     assert any(check["example"] for cell in bug["cells"] for check in cell["checks"]), "no example was compared"
+    _assert_feedback_language(stock, "bug-mask-inverted")
+
+
+def _assert_feedback_language(root, student):
+    """The feedback's own words (the score lines, the root-cause summary) are in the edition's language."""
+    languages = ((COURSE, "项隐藏检查", "先修这里"), (ENGLISH, "hidden checks", "Fix these first"))
+    for assignment, words, summary in languages:
+        nb = nbformat.read(Path(root) / "autograded" / student / assignment / f"{assignment}.ipynb", as_version=4)
+        texts = [o.get("data", {}).get("text/plain", "") for c in nb.cells for o in c.get("outputs", [])]
+        assert any(words in t for t in texts), (assignment, texts[:3])
+        assert nb.metadata[SUMMARY_KEY]["text"].startswith(summary), nb.metadata[SUMMARY_KEY]["text"]

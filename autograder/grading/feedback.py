@@ -11,6 +11,7 @@ import html
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..i18n import _
 from .assertions import TOLERANCE_KEY
 from .misconceptions import CATALOGUE
 
@@ -32,8 +33,9 @@ def _fmt(points):
 
 def summary_line(label: str, part_result: PartResult, cell_points: float, earned: float) -> str:
     failed = [c for c in part_result.checks if not c.passed]
-    state = "全部通过" if not failed else f"{len(failed)} 项未通过"
-    return f"{label}：{_fmt(earned)} / {_fmt(cell_points)} 分（{len(part_result.checks)} 项隐藏检查，{state}）"
+    state = _("全部通过") if not failed else _("{failed} 项未通过").format(failed=len(failed))
+    return _("{label}：{earned} / {points} 分（{checks} 项隐藏检查，{state}）").format(
+        label=label, earned=_fmt(earned), points=_fmt(cell_points), checks=len(part_result.checks), state=state)
 
 
 def _shown_example(example):
@@ -57,6 +59,7 @@ def render_html(label: str, part_result: PartResult, cell_points: float, earned:
     esc = html.escape
     rows = []
     codes = _codes_once(part_result)
+    hint, same, failed_example = esc(_("提示：")), esc(_("（同上）")), esc(_("失败的例子 — "))
     for check in part_result.checks:
         mark = '<span class="ok">✓</span>' if check.passed else '<span class="bad">✗</span>'
         detail = ""
@@ -67,14 +70,15 @@ def render_html(label: str, part_result: PartResult, cell_points: float, earned:
             for code, first in codes.get(check.name, []):
                 entry = CATALOGUE[code]
                 if first:
-                    detail += (f'<div><span class="code">[{esc(code)}]</span> {esc(entry.explanation)}'
-                               f"<br>提示：{esc(entry.hint)}</div>")
+                    explanation, advice = esc(_(entry.explanation)), esc(_(entry.hint))
+                    detail += (f'<div><span class="code">[{esc(code)}]</span> {explanation}'
+                               f"<br>{hint}{advice}</div>")
                 else:
-                    detail += f'<div><span class="code">[{esc(code)}]</span>（同上）</div>'
+                    detail += f'<div><span class="code">[{esc(code)}]</span>{same}</div>'
             example = _shown_example(check.example)
             if example:
-                pairs = "；".join(f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in example.items())
-                detail += f'<div class="ex">失败的例子 — {pairs}</div>'
+                pairs = esc(_("；")).join(f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in example.items())
+                detail += f'<div class="ex">{failed_example}{pairs}</div>'
         rows.append(f"<tr><td>{mark}</td><td>{esc(check.title)}{detail}</td>"
                     f"<td>{_fmt(check.points)} / {_fmt(check.max_points)}</td></tr>")
     notes = "".join(f'<div class="bad">{esc(_event_text(e))}</div>' for e in events)
@@ -96,23 +100,26 @@ def render_text(label: str, part_result: PartResult, cell_points: float, earned:
             lines.append(f"      {check.message}")
             for code, first in codes.get(check.name, []):
                 entry = CATALOGUE[code]
-                text = f"{entry.explanation} 提示：{entry.hint}" if first else "（同上）"
+                text = _(entry.explanation) + " " + _("提示：") + _(entry.hint) if first else _("（同上）")
                 lines.append(f"      [{code}] {text}")
             example = _shown_example(check.example)
             if example:
-                lines.append("      例子: " + "; ".join(f"{k}: {v}" for k, v in example.items()))
+                lines.append("      " + _("例子: ") + "; ".join(f"{k}: {v}" for k, v in example.items()))
     return "\n".join(lines)
 
 
 def _event_text(event):
     if event.get("kind") == "NeedsReview":
-        return (f"需要助教人工复核（{event.get('category')}）：第 {event.get('cell', 0) + 1} 个单元格第 "
-                f"{event.get('line')} 行 {event.get('detail')}。这本身不扣分。")
+        return _("需要助教人工复核（{category}）：第 {cell} 个单元格第 {line} 行 {detail}。这本身不扣分。").format(
+            category=event.get("category"), cell=event.get("cell", 0) + 1, line=event.get("line"),
+            detail=event.get("detail"))
     if "function" in event:
-        what = "超时" if event["kind"] == "timeout" else "崩溃或退出"
-        why = f"（{event['detail']}）" if event.get("detail") else ""
-        return f"运行 {event['function']} 时{what}{why}，之后对它的检查均记为未通过。"
-    where = f"第 {event['cell'] + 1} 个单元格" if isinstance(event.get("cell"), int) else "评分进程"
+        why = _("（{detail}）").format(detail=event["detail"]) if event.get("detail") else ""
+        text = _("运行 {function} 时超时{why}，之后对它的检查均记为未通过。") if event["kind"] == "timeout" \
+            else _("运行 {function} 时崩溃或退出{why}，之后对它的检查均记为未通过。")
+        return text.format(function=event["function"], why=why)
+    where = _("第 {cell} 个单元格").format(cell=event["cell"] + 1) if isinstance(event.get("cell"), int) \
+        else _("评分进程")
     if event.get("grade_id"):
-        where += f"（{event['grade_id']}）"
-    return f"{where}：{event.get('detail', event.get('kind'))}"
+        where += _("（{grade_id}）").format(grade_id=event["grade_id"])
+    return _("{where}：{detail}").format(where=where, detail=event.get("detail", event.get("kind")))

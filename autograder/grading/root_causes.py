@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 
+from ..i18n import _
 from .composition import HOME
 from .misconceptions import CATALOGUE
 
@@ -41,12 +42,14 @@ def root_causes(results: dict, order: list) -> list:
 
 
 def render_text(causes: list, labels: dict) -> str:
-    lines = ["先修这里（每个错误只列一次，从它所在的部分改起）："]
+    lines = [_("先修这里（每个错误只列一次，从它所在的部分改起）：")]
     for cause in causes:
         entry = CATALOGUE[cause["code"]]
-        line = f"  [{cause['code']}] 在 {labels.get(cause['home'], cause['home'])}：{entry.explanation}"
+        line = "  " + _("{code} 在 {part}：{explanation}").format(
+            code=f"[{cause['code']}]", part=labels.get(cause["home"], cause["home"]), explanation=_(entry.explanation))
         if cause["also"]:
-            line += f" 它也是 {'、'.join(labels.get(p, p) for p in cause['also'])} 未通过的原因。"
+            line += " " + _("它也是 {parts} 未通过的原因。").format(
+                parts=_("、").join(labels.get(p, p) for p in cause["also"]))
         lines.append(line)
     return "\n".join(lines)
 
@@ -61,16 +64,18 @@ def render_html(causes: list, labels: dict, anchors: dict = None) -> str:
         label = esc(labels.get(name, name))
         return f'<a href="#{esc(anchors[name])}">{label}</a>' if name in anchors else label
 
+    hint, title = esc(_("提示：")), esc(_("先修这里（每个错误只列一次，从它所在的部分改起）"))
     for cause in causes:
         entry = CATALOGUE[cause["code"]]
         also = ""
         if cause["also"]:
-            also = f"<br>它也是 {'、'.join(part(p) for p in cause['also'])} 未通过的原因。"
-        items.append(f'<li id="code-{esc(cause["code"])}"><span class="code">[{esc(cause["code"])}]</span> 在 '
-                     f"<b>{part(cause['home'])}</b>：{esc(entry.explanation)}"
-                     f"<br>提示：{esc(entry.hint)}{also}</li>")
+            also = "<br>" + esc(_("它也是 {parts} 未通过的原因。")).format(
+                parts=esc(_("、")).join(part(p) for p in cause["also"]))
+        code = f'<span class="code">[{esc(cause["code"])}]</span>'
+        where = esc(_("{code} 在 {part}：{explanation}")).format(
+            code=code, part=f"<b>{part(cause['home'])}</b>", explanation=esc(_(entry.explanation)))
+        items.append(f'<li id="code-{esc(cause["code"])}">{where}<br>{hint}{esc(_(entry.hint))}{also}</li>')
     return ('<section class="sdpa-fb sdpa-causes" aria-labelledby="sdpa-causes-title" '
             'style="border:2px solid #b42318;border-radius:6px;padding:6px 10px;margin:8px 0">'
             '<h2 id="sdpa-causes-title" class="sum" style="font-size:1.1em;margin:0.2em 0">'
-            '先修这里（每个错误只列一次，从它所在的部分改起）</h2>'
-            f"<ul>{''.join(items)}</ul></section>")
+            f"{title}</h2><ul>{''.join(items)}</ul></section>")

@@ -14,8 +14,9 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
+from ..i18n import _, using
 from ..notebook.cells import grade_id, is_test_cell, nbgrader_meta, part_of, student_code_cells
-from ..notebook.editions import seed_assignment
+from ..notebook.editions import EDITIONS, seed_assignment
 from .state import EXECUTION, Shared
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,11 @@ class TrustedScoring(NbGraderPreprocessor):
         "end-to-end grading, every part compared with PyTorch alone.")).tag(config=True)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
+        # Every message of this notebook's feedback in its edition's language.
+        with using(EDITIONS.get(resources["nbgrader"]["assignment"], "zh")):
+            return self._preprocess(nb, resources)
+
+    def _preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         # The grading engine (torch, pytest) loads with the first notebook graded, not with every
         # nbgrader command that reads nbgrader_config.py (a student's fetch or submit, feedback, export).
         from ..grading import code_review, record
@@ -95,7 +101,8 @@ class TrustedScoring(NbGraderPreprocessor):
         nb.metadata.pop(SUMMARY_KEY, None)
         if causes:
             cells = {part_of(c): grade_id(c) or part_of(c) for c in nb.cells if is_test_cell(c)}
-            labels = {p: f"{p}（{g}）" if g != p else p for p, g in cells.items()}
+            labels = {p: _("{part}（{grade_id}）").format(part=p, grade_id=g) if g != p else p
+                      for p, g in cells.items()}
             nb.metadata[SUMMARY_KEY] = {"text": root_causes.render_text(causes, labels),
                                         "html": feedback.STYLE + root_causes.render_html(causes, labels, cells)}
         return causes
@@ -109,7 +116,7 @@ class TrustedScoring(NbGraderPreprocessor):
         result = results.get(part)
         if result is None or not result.checks or result.max_points <= 0:
             earned = 0.0
-            head = [_display(f"这个检查单元格没有对应的隐藏检查（{part}），请联系助教。", None)]
+            head = [_display(_("这个检查单元格没有对应的隐藏检查（{part}），请联系助教。").format(part=part), None)]
         else:
             earned = round(max_points * result.points / result.max_points, 4)
             label = grade_id(cell) or part
@@ -119,7 +126,8 @@ class TrustedScoring(NbGraderPreprocessor):
         cell.outputs = head + [nbformat.from_dict({"output_type": "execute_result", "execution_count": cell.get(
             "execution_count"), "metadata": {}, "data": {
                 "text/plain": repr(earned),  # what nbgrader reads as this cell's partial credit
-                "text/html": f"<b>本单元格得分：{earned:g} / {max_points:g}</b>"}})] + visible
+                "text/html": "<b>" + _("本单元格得分：{earned} / {points}").format(
+                    earned=f"{earned:g}", points=f"{max_points:g}") + "</b>"}})] + visible
         return {"grade_id": grade_id(cell), "part": part, "points": earned, "max_points": max_points,
                 "checks": [{"name": c.name, "passed": c.passed, "points": c.points, "max_points": c.max_points,
                             "codes": c.codes, "charged_elsewhere": c.charged_elsewhere,
@@ -137,7 +145,8 @@ def _as_plain(output):
     """Visible-check output, shown to the student but never read as a grade."""
     kind = output.get("output_type")
     if kind == "error":
-        text = f"可见检查未通过 — {output.get('ename')}: {output.get('evalue')}\n"
+        text = _("可见检查未通过 — {ename}: {evalue}").format(
+            ename=output.get("ename"), evalue=output.get("evalue")) + "\n"
     elif kind == "stream":
         text = output.get("text", "")
     else:

@@ -1,0 +1,67 @@
+"""The grader's message catalogs: in step with the code, complete, and English where English is asked for."""
+import re
+import string
+import sys
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+from autograder import i18n
+from autograder.grading import root_causes
+from autograder.grading.misconceptions import CATALOGUE
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import messages  # noqa: E402
+
+CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+
+
+def _entries(locale):
+    with messages._po(locale).open("rb") as handle:
+        return [m for m in read_po(handle, locale=locale) if m.id]
+
+
+def _fields(text):
+    return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+
+
+def test_the_catalogs_hold_every_message_of_the_code_and_no_other():
+    assert messages.stale() == [], "run `make messages`"
+
+
+@pytest.mark.parametrize("locale", sorted(i18n.LOCALES.values()))
+def test_every_message_has_a_translation_with_the_same_fields(locale):
+    entries = _entries(locale)
+    assert entries
+    for message in entries:
+        assert message.string and not message.fuzzy, f"{locale}: no translation of {message.id!r}"
+        assert _fields(message.string) == _fields(message.id), (locale, message.id, message.string)
+
+
+def test_english_translations_hold_no_chinese():
+    for message in _entries("en"):
+        assert not CJK.search(message.string), message.string
+
+
+def test_the_chinese_edition_shows_the_source_text():
+    with i18n.using("zh"):
+        assert i18n.gettext("全部通过") == "全部通过"
+
+
+def test_an_unknown_language_is_refused():
+    with pytest.raises(ValueError, match="no messages for language"), i18n.using("fr"):
+        pass
+
+
+def test_the_root_cause_summary_is_english_in_the_english_edition():
+    causes = [{"code": code, "home": entry.home, "also": ["scaled_dot_product_attention", "device_dtype"]}
+              for code, entry in CATALOGUE.items()]
+    labels = {c["home"]: c["home"] for c in causes}
+    with i18n.using("en"):
+        text = root_causes.render_text(causes, labels)
+        html = root_causes.render_html(causes, labels)
+    assert "Fix these first" in text and "It is also why" in html
+    assert not CJK.search(text) and not CJK.search(html)
+    with i18n.using("zh"):
+        assert "先修这里" in root_causes.render_text(causes, labels)
