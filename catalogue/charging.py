@@ -306,6 +306,29 @@ def softmax(x, dim=0):
     return e / torch.where(s > 0, s, torch.ones_like(s))
 '''}
 
+# Found by a sixth red-team pass: a composite whose device and dtype code is wrong, behind helper mistakes
+# whose composition explains its CPU values.  The device checks still grade the composite's own output.
+DEVICE_BUG = '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    if q.device.type == "meta":
+        scores = scores + torch.zeros(scores.shape[-1], dtype=scores.dtype)  # a CPU tensor: fails off the CPU
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    out = attention_output(weights, v)
+    if q.dtype in (torch.float16, torch.bfloat16):
+        out = torch.zeros(out.shape, dtype=torch.float32)  # wrong dtype and values in half precision
+    return out, weights
+'''
+DEVICE_BUG_BEHIND_SCORES = {"attention_scores": '''
+def attention_scores(q, k):
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError("d_k mismatch")
+    return q @ k.transpose(-2, -1) / q.shape[-1]
+''', "scaled_dot_product_attention": DEVICE_BUG}
+DEVICE_BUG_BEHIND_TWO_HELPERS = {"scale_scores": honest.SOURCES["scale-missing"][1],
+                                 "apply_mask": honest.SOURCES["mask-zero-fill"][1],
+                                 "scaled_dot_product_attention": DEVICE_BUG}
+
 # Correct code in forms a student may write: helpers captured in default arguments and closures.
 FAIR_DEFAULT = {"scaled_dot_product_attention": '''
 def scaled_dot_product_attention(q, k, v, mask=None, _scores=attention_scores, _scale=scale_scores,
@@ -363,6 +386,8 @@ CHARGING = [
            codes=("mask-after-softmax",)),
     Sample("bug-causal-inverted", "bug", "partial", CAUSAL_INVERTED, codes=("mask-inverted",)),
     Sample("bug-softmax-default-dim0", "bug", "partial", SOFTMAX_DEFAULT_DIM0, codes=("softmax-wrong-dim",)),
+    Sample("attack-charge-device-bug-behind-scores", "attack", "partial", DEVICE_BUG_BEHIND_SCORES),
+    Sample("attack-charge-device-bug-behind-two-helpers", "attack", "partial", DEVICE_BUG_BEHIND_TWO_HELPERS),
     Sample("fairness-helpers-in-defaults", "fairness", "full", FAIR_DEFAULT),
     Sample("fairness-helpers-in-closure", "fairness", "full", FAIR_CLOSURE),
 ]
@@ -386,9 +411,10 @@ HONEST = {
     "attack-charge-bfloat16-unstable": "softmax-unstable",
     "attack-charge-nan-below-4d": "fully-masked-nan",
 }
-# Two-mistake attacks: each answer cell alone is one of the mistakes.
+# Attacks with two or three mistakes: each answer cell alone is one of them.
 TWO_MISTAKES = ("attack-charge-lone-output-behind-dtype", "attack-charge-raising-behind-dtype",
-                "attack-charge-wrong-values-behind-transpose", "attack-charge-overflow-text")
+                "attack-charge-wrong-values-behind-transpose", "attack-charge-overflow-text",
+                "attack-charge-device-bug-behind-scores", "attack-charge-device-bug-behind-two-helpers")
 # A mistake written to show on one graded input only (its shape read from the hidden check): strict grading
 # sees it nowhere else either; charge-once charges it where it shows and never scores it above strict.
 SHOWS_ONCE = ("attack-charge-mask-ignored-on-accuracy-shape", "attack-charge-wrong-dim-on-some-masks",

@@ -62,7 +62,9 @@ def _cpu_evidence(student, fn, args, kwargs, grading, subcases, gate=False):
         if explained is None:
             raise
         subcases.explained.append(explained)
-        return None
+        # Where the composition explains the values, the output still shows how the code treats devices
+        # and dtypes: graded on it (only a call with no tensor to show leaves nothing to grade).
+        return _returned_tensor(result)
     if gate and codes and grading.get("charge_once", True):
         # A known mistake's output is real work, but it shows no more than the mistake: a check that measures
         # against it (`gate`) keeps its points only if the part where the mistake lives charges it in full
@@ -70,6 +72,14 @@ def _cpu_evidence(student, fn, args, kwargs, grading, subcases, gate=False):
         # grading does.
         subcases.explained.append(_known_mistake(student, grading, fn, args, kwargs, result, codes, what))
     return value
+
+
+def _returned_tensor(result):
+    """The tensor (attention's output) a call returned with its values, or None."""
+    if not result.ok or result.forbidden:
+        return None
+    value = attention_output(result.value)
+    return value if isinstance(value, TensorSpec) and not value.missing_data() else None
 
 
 def _known_mistake(student, grading, fn, args, kwargs, result, codes, what):
