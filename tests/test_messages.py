@@ -8,8 +8,12 @@ import pytest
 from babel.messages.pofile import read_po
 
 from autograder import i18n
-from autograder.grading import root_causes
+from autograder.demo.submissions import BUGS
+from autograder.grading import feedback, root_causes
+from autograder.grading.hidden_checks import run_checks
+from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.grading.misconceptions import CATALOGUE
+from catalogue.charge_once import parts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import messages  # noqa: E402
@@ -65,3 +69,20 @@ def test_the_root_cause_summary_is_english_in_the_english_edition():
     assert not CJK.search(text) and not CJK.search(html)
     with i18n.using("zh"):
         assert "先修这里" in root_causes.render_text(causes, labels)
+
+
+def test_the_feedback_of_every_one_bug_sample_is_english_in_the_english_edition():
+    """Check titles, failures, examples and hints: every word the grader writes goes through the catalogs."""
+    order = parts()
+    with i18n.using("en"):
+        for sample in BUGS:
+            if sample.append or sample.edit is not None:
+                continue
+            namespace = reference_namespace()
+            for source in sample.replace.values():
+                exec(source, namespace)  # noqa: S102 - our own samples, trusted test code
+            results = run_checks(LocalStudent(namespace), order, seed_key=("sdpa", sample.name))
+            text = root_causes.render_text(root_causes.root_causes(results, order), {})
+            for part, result in results.items():
+                text += feedback.render_text(part, result, result.max_points, result.points)
+            assert not CJK.search(text), (sample.name, [line for line in text.splitlines() if CJK.search(line)])

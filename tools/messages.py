@@ -1,6 +1,7 @@
 """Refresh the grader's message catalogs from the code (``make messages``).
 
-Babel extracts every ``_()`` / ``N_()`` message id of ``autograder/`` (``babel.cfg``) into
+Babel extracts every ``_()`` / ``N_()`` message id of ``autograder/`` (``babel.cfg``), and this
+script the hidden checks' titles (their docstrings' first lines), into
 ``autograder/locale/sdpa.pot`` and updates each locale's ``sdpa.po`` from it: new ids arrive
 untranslated, ids no longer in the code are dropped.  The Chinese catalog starts each new id as
 itself (the ids are the Chinese source text); the English one needs a translator, and
@@ -12,6 +13,7 @@ itself (the ids are the Chinese source text); the English one needs a translator
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import io
 import sys
@@ -27,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from autograder.i18n import DOMAIN, LOCALE_DIR, LOCALES, SOURCE_LANGUAGE  # noqa: E402
 
 TEMPLATE = LOCALE_DIR / f"{DOMAIN}.pot"
+CHECKS = ROOT / "autograder" / "grading" / "checks"
 HEADER = "Messages of the sdpa course's grader: check titles, failures, misconceptions, feedback pages."
 
 
@@ -37,7 +40,22 @@ def extracted() -> Catalog:
     for _filename, _lineno, message, comments, _context in extract_from_dir(
             str(ROOT), method_map, options_map, keywords={"_": None, "N_": None}):
         template.add(message, auto_comments=comments)
+    for title in check_titles():
+        template.add(title, auto_comments=["a hidden check's title: the first line of its docstring"])
     return template
+
+
+def check_titles() -> list[str]:
+    """The hidden checks' titles, which Babel does not extract: the first line of each check's docstring,
+    as ``hidden_checks`` reads it from the function."""
+    titles = []
+    for path in sorted(CHECKS.glob("test_*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                doc = ast.get_docstring(node, clean=False)
+                if doc and doc.strip():
+                    titles.append(doc.strip().splitlines()[0])
+    return titles
 
 
 def _mapping():

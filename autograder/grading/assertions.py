@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 
+from ..i18n import _
 from ..sandbox.guest import forbidden
 from ..sandbox.guest.wire import STRIDED, TensorSpec
 from . import cases, mutants, tolerances
@@ -100,9 +101,11 @@ def require_ok(result: CallResult, what: str) -> Any:
     """Fail unless the call returned normally without forbidden APIs."""
     if result.forbidden:
         names = ", ".join(dict.fromkeys(result.forbidden))
-        raise CheckFailed(f"{what}：调用了评分时禁止的 API（{names}）。", forbidden_codes(result.forbidden))
+        raise CheckFailed(_("{what}：调用了评分时禁止的 API（{names}）。").format(what=what, names=names),
+                          forbidden_codes(result.forbidden))
     if not result.ok:
-        raise CheckFailed(f"{what}：{result.describe()}", text_codes(f"{result.ename} {result.evalue}"))
+        raise CheckFailed(_("{what}：{reason}").format(what=what, reason=result.describe()),
+                          text_codes(f"{result.ename} {result.evalue}"))
     return result.value
 
 
@@ -139,9 +142,10 @@ def _first_difference(actual, expected, tol):
         return {}
     index = tuple(int(i) for i in bad.nonzero()[0])
     row = index[:-1]
-    return {"位置": list(index), "你的值": f"{float(actual[index]):.6g}", "期望值": f"{float(expected[index]):.6g}",
-            "你的这一行": _sample(actual[row], 6) if row else _sample(actual, 6),
-            "期望的这一行": _sample(expected[row], 6) if row else _sample(expected, 6)}
+    return {_("位置"): list(index), _("你的值"): f"{float(actual[index]):.6g}",
+            _("期望值"): f"{float(expected[index]):.6g}",
+            _("你的这一行"): _sample(actual[row], 6) if row else _sample(actual, 6),
+            _("期望的这一行"): _sample(expected[row], 6) if row else _sample(expected, 6)}
 
 
 def _variant_outputs(function, args, kwargs, select=None, actual=None):
@@ -194,15 +198,18 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
         if pair is None:
             # A lone output where only the output is read: charged by the attention part; its values still count.
             _raise_unless_explained(CheckFailed(
-                f"{what}：应返回 (output, weights) 两个张量，实际返回 {_form(value)}。", ["returns-not-tuple"],
+                _("{what}：应返回 (output, weights) 两个张量，实际返回 {form}。").format(what=what, form=_form(value)),
+                ["returns-not-tuple"],
                 explained_by=["returns-not-tuple"] if select == 0 and isinstance(value, TensorSpec) else []))
             pair = (value, None)
         value = pair[select]
     if not isinstance(value, TensorSpec):
-        raise CheckFailed(f"{what}：应返回 torch.Tensor，实际返回 {value!r:.80}。")
+        raise CheckFailed(_("{what}：应返回 torch.Tensor，实际返回 {value}。").format(
+            what=what, value=f"{value!r:.80}"))
     if value.subclass or value.layout != STRIDED:
-        raise CheckFailed(f"{what}：{value.missing_data()}。请返回普通的稠密张量。")
-    example = {"输入": _describe_args(args, kwargs), "期望形状": list(expected.shape), "你的形状": list(value.shape)}
+        raise CheckFailed(_("{what}：{reason}。请返回普通的稠密张量。").format(what=what, reason=value.missing_data()))
+    example = {_("输入"): _describe_args(args, kwargs), _("期望形状"): list(expected.shape),
+               _("你的形状"): list(value.shape)}
     tol = tol or cases.default_tolerance(function, args, kwargs, select) or tolerances.floor_for(torch.float64)
     diag_args = diagnose_with or (args, kwargs)
     # A plain float64 call on the CPU can be replayed on smaller inputs to shrink the example.
@@ -210,22 +217,25 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
         dtype is None and device == "cpu" and diagnose_with is None and function in cases.REFERENCES) else None
     if tuple(value.shape) != tuple(expected.shape):
         codes = _shape_codes(function, diag_args, value, select)
-        raise CheckFailed(f"{what}：输出形状应为 {list(expected.shape)}，实际为 {list(value.shape)}。", codes, example,
+        raise CheckFailed(_("{what}：输出形状应为 {expected}，实际为 {actual}。").format(
+            what=what, expected=list(expected.shape), actual=list(value.shape)), codes, example,
                           replay=replay)
     want_dtype = str(dtype if dtype is not None else expected.dtype).replace("torch.", "")
     if value.dtype != want_dtype:
         _raise_unless_explained(CheckFailed(
-            f"{what}：输出 dtype 应与输入一致（{want_dtype}），实际为 {value.dtype}。", ["dtype-changed"], example,
+            _("{what}：输出 dtype 应与输入一致（{expected}），实际为 {actual}。").format(
+                what=what, expected=want_dtype, actual=value.dtype), ["dtype-changed"], example,
             explained_by=_dtype_only(function, args, kwargs, select, value, expected, dtype, tol)))
     if not value.device.startswith(device):
-        raise CheckFailed(f"{what}：输出应在输入所在的设备 {device} 上，实际在 {value.device}。",
+        raise CheckFailed(_("{what}：输出应在输入所在的设备 {expected} 上，实际在 {actual}。").format(
+            what=what, expected=device, actual=value.device),
                           ["device-mismatch"], example)
     if value.dtype != want_dtype:
         return value  # right values at the precision returned (`_dtype_only`): the dtype part grades the rest
     if value.tensor is None:
         if device == "meta" and value.device == "meta":
             return value  # the check asked for a meta run: shape, dtype and device are all there is
-        raise CheckFailed(f"{what}：{value.missing_data()}，无法评分。", [], example)
+        raise CheckFailed(_("{what}：{reason}，无法评分。").format(what=what, reason=value.missing_data()), [], example)
     actual = value.tensor
     if tolerances.close(actual, expected, tol):
         return value
@@ -234,9 +244,10 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
     # Checks whose inputs were not designed to tell bugs apart pass diagnose_values=False.
     codes = diagnose(function, *diag_args, actual, expected, tol, select) if diagnose_values else []
     if torch.isnan(actual.to(torch.float64)).any() and not torch.isnan(expected.to(torch.float64)).any():
-        message = f"{what}：输出里出现了 NaN。"
+        message = _("{what}：输出里出现了 NaN。").format(what=what)
     else:
-        message = f"{what}：数值与参考结果不符（最大误差 {tolerances.max_error(actual, expected):.3g}）。"
+        message = _("{what}：数值与参考结果不符（最大误差 {error}）。").format(
+            what=what, error=f"{tolerances.max_error(actual, expected):.3g}")
     raise CheckFailed(message, codes, example, replay=replay)
 
 
@@ -267,14 +278,16 @@ def expect_real_work(result: CallResult, expected: torch.Tensor, *, function: st
     else:
         select = None  # a single tensor: the mutants' outputs are not tuples either
     if not isinstance(value, TensorSpec):
-        raise CheckFailed(f"{what}：应返回 torch.Tensor，实际返回 {value!r:.80}。")
+        raise CheckFailed(_("{what}：应返回 torch.Tensor，实际返回 {value}。").format(
+            what=what, value=f"{value!r:.80}"))
     if value.missing_data():
-        raise CheckFailed(f"{what}：{value.missing_data()}，无法评分。")
+        raise CheckFailed(_("{what}：{reason}，无法评分。").format(what=what, reason=value.missing_data()))
     actual = value.tensor
     if (actual.dtype == torch.bool) != (expected.dtype == torch.bool) or (
             expected.is_floating_point() and not actual.is_floating_point()):
-        raise CheckFailed(f"{what}：输出 dtype {value.dtype} 与参考结果 {str(expected.dtype).replace('torch.', '')} "
-                          "不是同一类（布尔/浮点），无法评分。")
+        raise CheckFailed(_("{what}：输出 dtype {actual} 与参考结果 {expected} "
+                            "不是同一类（布尔/浮点），无法评分。").format(
+            what=what, actual=value.dtype, expected=str(expected.dtype).replace("torch.", "")))
     if actual.dtype == torch.bool:
         right = actual.shape == expected.shape and bool((actual == expected).all())
     else:
@@ -289,7 +302,8 @@ def expect_real_work(result: CallResult, expected: torch.Tensor, *, function: st
              and bool(torch.isclose(actual.to(torch.float64), produced, equal_nan=True).all())]
     if codes:
         return value, list(dict.fromkeys(codes))
-    raise CheckFailed(f"{what}：在 CPU 上的结果既不正确，也不是已诊断的错误，设备与精度的检查无法评分。")
+    raise CheckFailed(_("{what}：在 CPU 上的结果既不正确，也不是已诊断的错误，"
+                        "设备与精度的检查无法评分。").format(what=what))
 
 
 def _dtype_only(function, args, kwargs, select, value, expected, dtype, fine) -> list[str]:
@@ -359,14 +373,16 @@ def expect_unchanged_inputs(result: CallResult, args: Sequence, what: str) -> No
             continue
         after = after_all[position] if position < len(after_all) else None
         if not isinstance(after, TensorSpec) or after.tensor is None:
-            raise CheckFailed(f"{what}：评分进程没有收到第 {position + 1} 个输入在函数运行后的数值，"
-                              "无法确认它没有被修改。")
+            raise CheckFailed(_("{what}：评分进程没有收到第 {position} 个输入在函数运行后的数值，"
+                                "无法确认它没有被修改。").format(what=what, position=position + 1))
         if tuple(after.shape) != tuple(before.shape) or after.tensor.dtype != before.dtype:
-            raise CheckFailed(f"{what}：第 {position + 1} 个输入的形状或 dtype 在函数运行后变了。",
+            raise CheckFailed(_("{what}：第 {position} 个输入的形状或 dtype 在函数运行后变了。").format(
+                what=what, position=position + 1),
                               ["inplace-mutation"])
         same_nan = torch.isnan(before.to(torch.float64)) & torch.isnan(after.tensor.to(torch.float64))
         if not bool(((before == after.tensor) | same_nan).all()):
-            raise CheckFailed(f"{what}：第 {position + 1} 个输入在函数运行后被修改了。", ["inplace-mutation"])
+            raise CheckFailed(_("{what}：第 {position} 个输入在函数运行后被修改了。").format(
+                what=what, position=position + 1), ["inplace-mutation"])
 
 
 def expect_raises(result: CallResult, exception_name: str, what: str, *, control: tuple) -> None:
@@ -380,17 +396,19 @@ def expect_raises(result: CallResult, exception_name: str, what: str, *, control
         require_ok(result, what)
     control_result, expected, function, args = control
     expect_explained(control_result, expected, function=function, args=args,
-                     what=f"{what}（这一项只在函数对形状匹配的输入能正常计算时计分）")
+                     what=_("{what}（这一项只在函数对形状匹配的输入能正常计算时计分）").format(what=what))
     if result.status == "raised" and exception_name in [result.ename, *result.exception_names]:
         return
     if result.status == "raised":
         # Evidence of a missing check is torch's own shape error surfacing; a stub's
         # NotImplementedError (or any other exception) says nothing about it.
         codes = ["shape-error-missing"] if result.ename == "RuntimeError" else []
-        raise CheckFailed(f"{what}：应抛出 {exception_name}，实际抛出 {result.ename}: {result.evalue}", codes)
+        raise CheckFailed(_("{what}：应抛出 {expected}，实际抛出 {ename}: {evalue}").format(
+            what=what, expected=exception_name, ename=result.ename, evalue=result.evalue), codes)
     if result.ok:
-        raise CheckFailed(f"{what}：形状不匹配时应抛出 {exception_name}，但函数正常返回了。", ["shape-error-missing"])
-    raise CheckFailed(f"{what}：{result.describe()}")
+        raise CheckFailed(_("{what}：形状不匹配时应抛出 {expected}，但函数正常返回了。").format(
+            what=what, expected=exception_name), ["shape-error-missing"])
+    raise CheckFailed(_("{what}：{reason}").format(what=what, reason=result.describe()))
 
 
 # Hand answers rounded to two decimals (error <= 0.005) are right answers, not misconceptions;
@@ -404,15 +422,17 @@ def expect_number(value: Any, expected: Any, *, what: str, tol: float = HAND_TOL
     got = _as_floats(value)
     want = _as_floats(expected)
     if got is None:
-        raise CheckFailed(f"{what}：还没有填写，或者不是数字（收到 {value!r:.60}）。")
+        raise CheckFailed(_("{what}：还没有填写，或者不是数字（收到 {value}）。").format(
+            what=what, value=f"{value!r:.60}"))
     if len(got) != len(want):
-        raise CheckFailed(f"{what}：应有 {len(want)} 个数，收到 {len(got)} 个。")
+        raise CheckFailed(_("{what}：应有 {expected} 个数，收到 {actual} 个。").format(
+            what=what, expected=len(want), actual=len(got)))
     if all(abs(g - w) <= tol * max(1.0, abs(w)) for g, w in zip(got, want)):
         return
     codes = [code for code, wrong in codes_by_value
              if len(_as_floats(wrong)) == len(got)
              and all(abs(g - w) <= tol * max(1.0, abs(w)) for g, w in zip(got, _as_floats(wrong)))]
-    raise CheckFailed(f"{what}：答案不对。", codes, {"你的答案": [round(g, 4) for g in got]})
+    raise CheckFailed(_("{what}：答案不对。").format(what=what), codes, {_("你的答案"): [round(g, 4) for g in got]})
 
 
 def _as_floats(value, depth=0):
@@ -444,5 +464,5 @@ def _as_floats(value, depth=0):
 def _form(value: Any) -> str:
     """How a returned value looks, for a message: its type, and its length when it has one."""
     if isinstance(value, (tuple, list)):
-        return f"{type(value).__name__}（{len(value)} 个元素）"
+        return _("{type}（{length} 个元素）").format(type=type(value).__name__, length=len(value))
     return type(value).__name__

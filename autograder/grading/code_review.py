@@ -19,6 +19,7 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from ..i18n import _
 from ..notebook.cells import grade_id, is_answer_cell
 from . import static_scan
 from .hidden_checks import CheckResult
@@ -75,8 +76,8 @@ def charge_forbidden(results: dict[str, PartResult], scan: static_scan.ScanResul
         if not findings:
             continue
         codes = list(dict.fromkeys(f.code for f in findings))
-        where = "；".join(dict.fromkeys(_where(f, cell_numbers) for f in findings))
-        message = f"评分时禁止使用内置 softmax/注意力，你的代码里有：{where}。请自己实现这一步。"
+        where = _("；").join(dict.fromkeys(_where(f, cell_numbers) for f in findings))
+        message = _("评分时禁止使用内置 softmax/注意力，你的代码里有：{where}。请自己实现这一步。").format(where=where)
         result.checks = [_charged(check, codes, message) for check in result.checks]
 
 
@@ -90,8 +91,9 @@ def _charged(check, codes, message):
 
 def _where(finding, cell_numbers):
     cell = cell_numbers[finding.cell] if finding.cell < len(cell_numbers) else finding.cell
-    inside = f"（{finding.binding} 中）" if finding.binding else ""
-    return f"第 {cell + 1} 个单元格第 {finding.line} 行 {finding.detail}{inside}"
+    inside = _("（{binding} 中）").format(binding=finding.binding) if finding.binding else ""
+    return _("第 {cell} 个单元格第 {line} 行 {detail}{inside}").format(cell=cell + 1, line=finding.line,
+                                                                  detail=finding.detail, inside=inside)
 
 
 def review_notes(scan: static_scan.ScanResult, cell_numbers: Sequence[int]) -> list[dict]:

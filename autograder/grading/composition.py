@@ -36,6 +36,7 @@ from typing import Optional
 
 import torch
 
+from ..i18n import _
 from . import cases, tolerances
 from .assertions import CheckFailed, TensorSpec, diagnose, text_codes
 from .misconceptions import COMPOSITE_HOME
@@ -243,8 +244,9 @@ def explain(student, q, k, v, mask, result, weights: bool = True, what: str = ""
     where = "、".join(composed.helpers)
     codes = "".join(f"[{c}]" for c in composed.codes)
     return ExplainedElsewhere(
-        f"{what}与 PyTorch 的结果不同，但差异全部来自 {where} 中的 {codes}（在它所在的部分扣分）；"
-        f"按你自己的函数组合，这一步是对的，不重复扣分。", composed.codes, composed.helpers, groups=composed.groups)
+        _("{what}与 PyTorch 的结果不同，但差异全部来自 {helpers} 中的 {codes}（在它所在的部分扣分）；"
+          "按你自己的函数组合，这一步是对的，不重复扣分。").format(what=what, helpers=where, codes=codes),
+        composed.codes, composed.helpers, groups=composed.groups)
 
 
 def explain_result(student, grading: dict, result, q, k, v, mask, weights: bool, what: str,

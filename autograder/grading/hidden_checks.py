@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 import pytest
 
+from ..i18n import _
 from .assertions import EXPLAINED, CheckFailed
 from .composition import ExplainedElsewhere
 from .honest import SOURCES as YARDSTICKS
@@ -133,7 +134,7 @@ class _Plugin:
     def _result(item, call, charge_once):
         marker = item.get_closest_marker("points")
         max_points = float(marker.args[0]) if marker else 0.0
-        doc = (getattr(item.function, "__doc__", None) or item.name).strip().splitlines()[0]
+        doc = _((getattr(item.function, "__doc__", None) or item.name).strip().splitlines()[0])  # a check's title
         base = dict(name=item.name, title=doc, part=_part_of(item), max_points=max_points)
         if call.excinfo is None:
             return CheckResult(points=max_points, passed=True, **base)
@@ -149,7 +150,8 @@ class _Plugin:
             return CheckResult(points=0.0, passed=False, replay=exc.replay, **failure, **base)
         log.error("check %s crashed inside the grader: %r", item.nodeid, exc)
         return CheckResult(points=0.0, passed=False, grader_error=True,
-                           message=f"评分器内部错误（{type(exc).__name__}），请联系助教。", **base)
+                           message=_("评分器内部错误（{error}），请联系助教。").format(error=type(exc).__name__),
+                           **base)
 
 
 def _with_recorded(result: CheckResult, recorded: list) -> CheckResult:
@@ -163,7 +165,8 @@ def _with_recorded(result: CheckResult, recorded: list) -> CheckResult:
     first = recorded[0]
     failure = result.failure or {"message": first.message, "codes": first.codes, "example": first.example}
     message = result.message if result.charged_elsewhere else \
-        f"{first.message}（这一点在它所在的部分扣分：{''.join(f'[{c}]' for c in codes)}）"
+        _("{message}（这一点在它所在的部分扣分：{codes}）").format(message=first.message,
+                                                          codes="".join(f"[{c}]" for c in codes))
     result.charged_elsewhere, result.failure, result.message = codes, failure, message
     return result
 
@@ -276,12 +279,13 @@ def _unpaid(code, charged, lost, seed_key, context, yardstick) -> tuple:
 
 def _charge_here(check: CheckResult, short: list) -> None:
     """Withdraw a check's credit: it fails, with what it found (or, for a composite, why it is charged here)."""
-    codes = [code for code, _ in short]
-    homes = "、".join(dict.fromkeys(home for _, home in short if home))
-    why = (f"{homes} 自己的检查因它扣的分，少于真正有这个错误时应扣的分" if homes
-           else "它所在的那一部分没有因它扣分")
-    note = f"差异来自 {''.join(f'[{c}]' for c in codes)}，但{why}，所以在这里扣分。"
-    failure = check.failure or {"message": "与 PyTorch 的结果不同。", "codes": codes, "example": {}}
+    codes = [code for code, _home in short]
+    homes = _("、").join(dict.fromkeys(home for _code, home in short if home))
+    named = "".join(f"[{c}]" for c in codes)
+    note = _("差异来自 {codes}，但{homes} 自己的检查因它扣的分，少于真正有这个错误时应扣的分，所以在这里扣分。").format(
+        codes=named, homes=homes) if homes else \
+        _("差异来自 {codes}，但它所在的那一部分没有因它扣分，所以在这里扣分。").format(codes=named)
+    failure = check.failure or {"message": _("与 PyTorch 的结果不同。"), "codes": codes, "example": {}}
     check.passed, check.points, check.charged_elsewhere, check.charged_groups = False, 0.0, [], []
     check.codes = list(dict.fromkeys(list(failure["codes"]) + codes))
     check.example = failure["example"]
@@ -299,7 +303,7 @@ def honest_loss(code: str, part: str, seed_key: tuple, context: tuple) -> float:
     from .local_student import LocalStudent, reference_namespace
 
     namespace = reference_namespace()
-    _, source = YARDSTICKS[code]
+    _cell, source = YARDSTICKS[code]
     exec(compile(source, f"honest:{code}", "exec"), namespace)  # noqa: S102 - our own model of the mistake
     results = run_checks(LocalStudent(namespace), [part], seed_key=seed_key, context=dict(context), settle=False)
     settle_charges(results, seed_key, dict(context), yardstick=False)  # the honest holder is its own yardstick

@@ -6,6 +6,7 @@ are defined once, with the runner's tripwire, in ``sandbox/guest/forbidden.py``.
 """
 import re
 
+from ..i18n import N_
 from ..sandbox import guest
 from ..sandbox.guest import forbidden
 
@@ -94,10 +95,20 @@ def recording(qualname: "str | None") -> "str | None":
     return None
 
 
-LABELS = {"softmax-builtin": "内置 softmax", "sdpa-builtin": "内置注意力实现", "introspection": "窥探栈帧或对象",
-          "module-edit": "改动模块", "native-code": "加载本地代码", "process-limits": "改动进程限制或调度",
-          "other-processes": "触及其他进程", "dynamic-code": "动态执行代码", "grader-internals": "触及评分程序内部",
-          "process-creation": "另起进程", "threads": "另起线程", "recording": "记录、编译或截获计算"}
+LABELS = {
+    "softmax-builtin": N_("内置 softmax"),
+    "sdpa-builtin": N_("内置注意力实现"),
+    "introspection": N_("窥探栈帧或对象"),
+    "module-edit": N_("改动模块"),
+    "native-code": N_("加载本地代码"),
+    "process-limits": N_("改动进程限制或调度"),
+    "other-processes": N_("触及其他进程"),
+    "dynamic-code": N_("动态执行代码"),
+    "grader-internals": N_("触及评分程序内部"),
+    "process-creation": N_("另起进程"),
+    "threads": N_("另起线程"),
+    "recording": N_("记录、编译或截获计算"),
+}
 
 
 def family(name: str) -> "str | None":

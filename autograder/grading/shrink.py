@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import torch
 
+from ..i18n import _
 from . import cases, tolerances
 from .assertions import Replay, TensorSpec, attention_pair
 
@@ -134,19 +135,20 @@ def shrink(student, replay: Replay) -> Optional[dict]:
     if not attempt.exhausted() and attempt.fails(_rounded(args)):
         args = _rounded(args)
     shown_args, got, expected = attempt.last  # set by the last candidate that failed: the one kept
-    example = {"输入": _describe(replay.function, shown_args), "你的输出": _show(got), "期望输出": _show(expected)}
+    example = {_("输入"): _describe(replay.function, shown_args), _("你的输出"): _show(got),
+               _("期望输出"): _show(expected)}
     before, after = _shape_text(replay.args), _shape_text(shown_args)
     if before != after:
-        example["缩小"] = f"这个失败的例子已自动缩小（原来的输入是 {before}）"
+        example[_("缩小")] = _("这个失败的例子已自动缩小（原来的输入是 {shapes}）").format(shapes=before)
     elif shown_args is not replay.args:
-        example["缩小"] = "这个失败的例子的数值已自动化简为小整数（形状不能再小）"
+        example[_("缩小")] = _("这个失败的例子的数值已自动化简为小整数（形状不能再小）")
     else:
-        example["缩小"] = "没能在时限内把这个例子缩小，显示的是原始输入"
+        example[_("缩小")] = _("没能在时限内把这个例子缩小，显示的是原始输入")
     return example
 
 
 def _shape_text(args):
-    return "、".join("×".join(map(str, a.shape)) or "标量" for a in args if isinstance(a, torch.Tensor))
+    return _("、").join("×".join(map(str, a.shape)) or _("标量") for a in args if isinstance(a, torch.Tensor))
 
 
 def _describe(function, args) -> str:
@@ -158,7 +160,7 @@ def _describe(function, args) -> str:
     for position, arg in enumerate(args):
         name = labels[position] if position < len(labels) else f"arg{position}"
         parts.append(f"{name}={_show(arg) if isinstance(arg, torch.Tensor) else repr(arg)}")
-    return "，".join(parts)
+    return _("，").join(parts)
 
 
 def _show(value: Any) -> str:

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from ..i18n import _
 from .scan_ast import (
     call_arguments,
     flat_targets,
@@ -80,8 +81,9 @@ class _Binding:
 
 def describe(finding: Finding) -> str:
     """One short Chinese line for students and instructors (cells counted from 1)."""
-    label = LABELS.get(finding.code, finding.code)
-    return f"第 {finding.cell + 1} 个单元格第 {finding.line} 行：{finding.detail}（{label}）"
+    label = _(LABELS[finding.code]) if finding.code in LABELS else finding.code
+    return _("第 {cell} 个单元格第 {line} 行：{detail}（{label}）").format(
+        cell=finding.cell + 1, line=finding.line, detail=finding.detail, label=label)
 
 
 def scan(sources: list[str], functions: Iterable[str]) -> ScanResult:
@@ -100,7 +102,7 @@ def scan(sources: list[str], functions: Iterable[str]) -> ScanResult:
             try:
                 scanner.statement(stmt, conditional=False)
             except (RecursionError, ValueError, MemoryError):  # pathological code must not stop grading
-                scanner._add(stmt, "review", "dynamic-code", "这一句过于复杂，静态检查无法读完", None)
+                scanner._add(stmt, "review", "dynamic-code", _("这一句过于复杂，静态检查无法读完"), None)
     forbidden = {name: scanner.reachable(name) for name in functions}
     if any(f.code in ("process-creation", "threads") for f in scanner.findings):
         # Another process or thread runs code outside the checks' calls, and hands back what it made
@@ -276,7 +278,7 @@ class _Scanner(ReviewRules):
             owners = [n.id for item in stmt.items if item.optional_vars is not None
                       for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name)]
         self._bind(header, [], owners, True)
-        for _, block in body_fields:
+        for _field, block in body_fields:
             for child in block:
                 if isinstance(child, (ast.ExceptHandler, ast.match_case)):
                     parts = [p for p in (getattr(child, "type", None), getattr(child, "pattern", None),
@@ -374,7 +376,7 @@ class _Scanner(ReviewRules):
                 self._review_call(node, add)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in LOOKUP_BUILTINS \
                     and id(node) not in self.called:
-                add(node, "review", "dynamic-code", f"{node.id}（作为值使用）")
+                add(node, "review", "dynamic-code", _("{name}（作为值使用）").format(name=node.id))
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in self.docstrings:
                 self._string(node, node.value, add, python=id(node) not in self.magic_text,
                              name=id(node) in self.looked_up)

@@ -11,7 +11,9 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer, Unicode
 
 from ..grading import code_review
+from ..i18n import using
 from ..notebook.cells import CellError, display_cells, grade_id, without_hidden_tests
+from ..notebook.editions import language_of
 from ..sandbox import shared_zygote
 from ..sandbox.launcher import Limits
 from ..sandbox.session import Budget, CellRunError, StudentSession
@@ -111,6 +113,11 @@ class SandboxedExecute(NbGraderPreprocessor):
                                              self.zygote_idle_seconds)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
+        # What the run writes into the notebook (limits hit, cells skipped) in its edition's language.
+        with using(language_of(resources.get("nbgrader", {}).get("assignment"))):
+            return self._preprocess(nb, resources)
+
+    def _preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         positions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
         sources = [without_hidden_tests(nb.cells[i].source) for i in positions]
         display = display_cells(nb, positions)

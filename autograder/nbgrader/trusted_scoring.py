@@ -16,7 +16,7 @@ from traitlets import Bool
 
 from ..i18n import _, using
 from ..notebook.cells import grade_id, is_test_cell, nbgrader_meta, part_of, student_code_cells
-from ..notebook.editions import EDITIONS, seed_assignment
+from ..notebook.editions import language_of, seed_assignment
 from .state import EXECUTION, Shared
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class TrustedScoring(NbGraderPreprocessor):
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         # Every message of this notebook's feedback in its edition's language.
-        with using(EDITIONS.get(resources["nbgrader"]["assignment"], "zh")):
+        with using(language_of(resources.get("nbgrader", {}).get("assignment"))):
             return self._preprocess(nb, resources)
 
     def _preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:

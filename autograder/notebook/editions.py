@@ -15,6 +15,11 @@ COURSE = "sdpa"
 EDITIONS = {"sdpa": "zh", "sdpa_en": "en"}
 
 
+def language_of(assignment: Optional[str]) -> str:
+    """The language an assignment's feedback is written in: its edition's, else the course's own."""
+    return EDITIONS.get(assignment, EDITIONS[COURSE])
+
+
 def lesson_file(assignment: str) -> str:
     """The lesson's path, relative to the course root."""
     return f"lesson/{COURSE}.{EDITIONS[assignment]}.md"

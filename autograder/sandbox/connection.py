@@ -19,6 +19,7 @@ import threading
 import time
 from typing import IO, TYPE_CHECKING, Optional, Union
 
+from ..i18n import _
 from . import launcher, procs
 from .guest import wire
 from .runners import HandedRunner, Runner, read_replies, reply_queue, runner_command, runner_dirs, stop_runner
@@ -111,9 +112,9 @@ class RunnerConnection:
             return
         state = procs.process_state(self.pid)
         if state in ("T", "t"):
-            raise RunnerGone("运行环境把自己暂停了（SIGSTOP），评分进程已将其终止")
+            raise RunnerGone(_("运行环境把自己暂停了（SIGSTOP），评分进程已将其终止"))
         if state in ("", "Z"):
-            raise RunnerGone("运行环境的进程已经结束")
+            raise RunnerGone(_("运行环境的进程已经结束"))
 
     def write(self, data: bytes, deadline: float) -> None:
         """Write `data` to the runner by `deadline`, never blocking past it (its pipe may be full)."""

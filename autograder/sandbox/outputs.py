@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..i18n import N_, _
+
 CELL_STREAM_CHARS = 20_000  # printed text per cell, as a student sees it in JupyterLab's scroll area
 CELL_CHARS = 2 * 2**20  # everything of one cell (plots are base64 PNG, ~50 KB each)
 NOTEBOOK_CHARS = 8 * 2**20  # the whole notebook
 TRACEBACK_LINES = 60
-TRUNCATED = "\n[输出过大，评分时已截断]\n"
+TRUNCATED = N_("[输出过大，评分时已截断]")
 
 
 def _size(output):
@@ -96,6 +98,6 @@ class OutputBudget:
             kept.append(output)
         self.left -= used
         if cut:
-            kept.append({"output_type": "stream", "name": "stderr", "text": TRUNCATED})
+            kept.append({"output_type": "stream", "name": "stderr", "text": f"\n{_(TRUNCATED)}\n"})
             self.truncated.append(position)
         return kept

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..i18n import _
 from . import launcher
 from .connection import RunnerConnection, RunnerGone
 from .guest import wire
@@ -65,13 +66,16 @@ class Budget:
         """The limit of cell `pos` in words.  Only configured numbers, never measured ones, so the
         feedback is the same on every machine and from every command."""
         ceiling = self.display_cell_timeout if display else self.cell_timeout
-        return self._rule(min(self.cell_floor, ceiling), ceiling) if pos in self.cell_limits else f"{ceiling:g} 秒"
+        return self._rule(min(self.cell_floor, ceiling), ceiling) if pos in self.cell_limits \
+            else _("{seconds} 秒").format(seconds=f"{ceiling:g}")
 
     def call_rule(self, fn: str) -> str:
-        return self._rule(self.floor, self.call_timeout) if fn in self.call_limits else f"{self.call_timeout:g} 秒"
+        return self._rule(self.floor, self.call_timeout) if fn in self.call_limits \
+            else _("{seconds} 秒").format(seconds=f"{self.call_timeout:g}")
 
     def _rule(self, floor, ceiling):
-        return f"参考答案在本机用时的 {self.multiple:g} 倍，不少于 {floor:g} 秒、不多于 {ceiling:g} 秒"
+        return _("参考答案在本机用时的 {multiple} 倍，不少于 {floor} 秒、不多于 {ceiling} 秒").format(
+            multiple=f"{self.multiple:g}", floor=f"{floor:g}", ceiling=f"{ceiling:g}")
 
 
 @dataclass
@@ -95,14 +99,14 @@ class CallResult:
     def describe(self) -> str:
         """One line for feedback: why there is no usable value."""
         if self.status == "raised":
-            return f"函数抛出 {self.ename}: {self.evalue}"
+            return _("函数抛出 {ename}: {evalue}").format(ename=self.ename, evalue=self.evalue)
         if self.status == "timeout" and self.evalue:
-            return f"{self.evalue}（可能有死循环）"
+            return _("{reason}（可能有死循环）").format(reason=self.evalue)
         return {
-            "missing": "找不到这个函数（名字写错了，或者定义它的单元格出错了）",
-            "timeout": "函数运行超时（可能有死循环）",
-            "crashed": "运行函数时进程崩溃或退出",
-            "budget": "这份提交的评分时间已用完，剩余检查未运行",
+            "missing": _("找不到这个函数（名字写错了，或者定义它的单元格出错了）"),
+            "timeout": _("函数运行超时（可能有死循环）"),
+            "crashed": _("运行函数时进程崩溃或退出"),
+            "budget": _("这份提交的评分时间已用完，剩余检查未运行"),
         }.get(self.status, self.status)
 
 
@@ -256,7 +260,7 @@ class StudentSession:
                 else:
                     self.skipped[current] = "replay-failed"
                     self.report.events.append({"cell": current, "kind": "ReplayFailed",
-                                               "detail": "重放这个单元格时超时或进程退出，之后跳过它"})
+                                               "detail": _("重放这个单元格时超时或进程退出，之后跳过它")})
 
     # -- public API ----------------------------------------------------------
     def run_notebook(self) -> dict[int, list[dict]]:
@@ -269,15 +273,15 @@ class StudentSession:
                 if is_display and self.display_disabled:
                     self.skipped[pos] = "skipped"
                     outputs[pos] = [{"output_type": "stream", "name": "stdout",
-                                     "text": "（前面的一个单元格超时或崩溃，这个单元格没有运行；"
-                                             "隐藏检查照常评分。）\n"}]
+                                     "text": _("（前面的一个单元格超时或崩溃，这个单元格没有运行；"
+                                               "隐藏检查照常评分。）") + "\n"}]
                     continue
                 started = time.monotonic()
                 known = self.known_outputs.get(pos)
                 msg = {"op": "exec", "source": source, **self._roles(pos)}
                 if known is not None:
                     msg["figures"] = False
-                reply, _ = self._with_retry(msg, [], timeout)
+                reply, _blobs = self._with_retry(msg, [], timeout)
                 self.report.cell_seconds[pos] = time.monotonic() - started
                 ok = isinstance(reply, dict) and reply.get("status") == "ok"
                 shown = reply.get("outputs", []) if isinstance(reply, dict) else []
@@ -285,15 +289,16 @@ class StudentSession:
                     shown, self.report.reused = known, self.report.reused + 1
                 outputs[pos] = self.outputs.take(shown, pos + 1, pos)
             except TimeoutError:
-                outputs[pos] = [self._limit_output(pos, "CellTimeoutError", _timeout_text(
-                    "单元格", self.budget.cell_rule(pos, is_display)), seconds=timeout)]
+                outputs[pos] = [self._limit_output(pos, "CellTimeoutError", _cell_timeout_text(
+                    self.budget.cell_rule(pos, is_display)), seconds=timeout)]
                 self._abandon(pos, "timeout")
             except RunnerGone as exc:
                 outputs[pos] = [self._limit_output(pos, "KernelDied",
-                                                   f"运行这个单元格时进程退出或超出资源限制（{exc}）")]
+                                                   _("运行这个单元格时进程退出或超出资源限制（{reason}）").format(
+                                                       reason=exc))]
                 self._abandon(pos, "crashed")
             except _BudgetSpent:
-                outputs[pos] = [self._limit_output(pos, "GradingBudgetExceeded", "这份提交的评分时间已用完")]
+                outputs[pos] = [self._limit_output(pos, "GradingBudgetExceeded", _("这份提交的评分时间已用完"))]
                 self.skipped[pos] = "budget"
             except launcher.SandboxUnavailableError:
                 raise  # about the machine, not this cell
@@ -329,7 +334,7 @@ class StudentSession:
         try:
             reply, out = self._with_retry(msg, blobs, limit)
         except TimeoutError:
-            return self._give_up(fn, "timeout", _timeout_text("函数", self.budget.call_rule(fn)), limit)
+            return self._give_up(fn, "timeout", _call_timeout_text(self.budget.call_rule(fn)), limit)
         except RunnerGone:
             return self._give_up(fn, "crashed")
         except _BudgetSpent:
@@ -345,7 +350,7 @@ class StudentSession:
                 exception_names=[wire.short(x) for x in reply.get("exception_names", [])[:16]],
                 traceback=wire.short(reply.get("traceback", "")), seconds=float(reply.get("seconds", 0.0)))
         except (wire.WireError, TypeError, ValueError, AttributeError):
-            return CallResult("crashed", evalue="评分进程收到了无法解析的结果")
+            return CallResult("crashed", evalue=_("评分进程收到了无法解析的结果"))
 
     def _give_up(self, fn, status, detail="", seconds=None):
         self.hung.add(fn)
@@ -408,10 +413,16 @@ class _BudgetSpent(Exception):
     pass
 
 
-def _timeout_text(what, rule):
-    # The same words whether or not a retry ran (that depends on the machine's load), so every command
-    # writes the same notebook.
-    return f"{what}运行时间超过上限（{rule}），已被终止（若评分机器繁忙，会先在新的运行环境中重试一次）"
+# The same words whether or not a retry ran (that depends on the machine's load), so every command
+# writes the same notebook.
+def _cell_timeout_text(rule):
+    return _("单元格运行时间超过上限（{rule}），已被终止（若评分机器繁忙，会先在新的运行环境中重试一次）").format(
+        rule=rule)
+
+
+def _call_timeout_text(rule):
+    return _("函数运行时间超过上限（{rule}），已被终止（若评分机器繁忙，会先在新的运行环境中重试一次）").format(
+        rule=rule)
 
 
 def _encode_arg(value, blobs, device):

@@ -4,6 +4,7 @@ import torch
 
 from autograder.grading import cases
 from autograder.grading.assertions import expect_tensor, expect_unchanged_inputs
+from autograder.i18n import _
 
 PART = "apply_mask"
 FN = "apply_mask"
@@ -15,7 +16,7 @@ def test_bool_mask_broadcast(student, rng):
     s = cases.randn(rng, 2, 3, 5, 7)
     m = cases.random_bool_mask(rng, (5, 7))
     expect_tensor(student.call(FN, s, m), cases.bool_masked(s, m), function=FN, args=(s, m),
-                  what="布尔掩码（True = 允许关注）")
+                  what=_("布尔掩码（True = 允许关注）"))
 
 
 @pytest.mark.points(2)
@@ -24,7 +25,7 @@ def test_float_mask_added(student, rng):
     s = cases.randn(rng, 2, 5, 7)
     m = cases.randn(rng, 5, 7)
     m[0, 3] = float("-inf")
-    expect_tensor(student.call(FN, s, m), s + m, function=FN, args=(s, m), what="浮点（加性）掩码")
+    expect_tensor(student.call(FN, s, m), s + m, function=FN, args=(s, m), what=_("浮点（加性）掩码"))
 
 
 @pytest.mark.points(1)
@@ -41,7 +42,7 @@ def test_padding_shaped_mask(student, rng):
     m = torch.ones(2, 1, 1, 6, dtype=torch.bool)
     m[0, ..., 4:] = False
     m[1, ..., 2:] = False
-    expect_tensor(student.call(FN, s, m), cases.bool_masked(s, m), function=FN, args=(s, m), what="[B,1,1,S] 掩码")
+    expect_tensor(student.call(FN, s, m), cases.bool_masked(s, m), function=FN, args=(s, m), what=_("[B,1,1,S] 掩码"))
 
 
 @pytest.mark.points(2)
@@ -50,5 +51,5 @@ def test_inputs_unchanged(student, rng):
     s = cases.randn(rng, 4, 5)
     m = cases.random_bool_mask(rng, (4, 5))
     result = student.call(FN, s, m, return_args=True)
-    expect_tensor(result, cases.bool_masked(s, m), function=FN, args=(s, m), what="布尔掩码")
+    expect_tensor(result, cases.bool_masked(s, m), function=FN, args=(s, m), what=_("布尔掩码"))
     expect_unchanged_inputs(result, (s, m), "apply_mask")

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from autograder.grading.assertions import CheckFailed, TensorSpec
+from autograder.i18n import _
 
 PART = "causal_alignment"
 L, S = 2, 6
@@ -18,7 +19,7 @@ def _integer(value, name):
             and not value.tensor.is_floating_point() and value.tensor.dtype != torch.bool:
         value = int(value.tensor)  # numpy.array(5), torch.tensor(5)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise CheckFailed(f"{name}：请填写一个整数；收到 {value!r:.60}。")
+        raise CheckFailed(_("{name}：请填写一个整数；收到 {value!r:.60}。").format(name=name, value=value))
     return value
 
 
@@ -28,8 +29,8 @@ def test_top_left(student):
     got = _integer(student.get("n_keys_top_left"), "n_keys_top_left")
     if got == TOP_LEFT:
         return
-    hint = "这是右下角对齐的结果。" if got == BOTTOM_RIGHT else "左上角对齐时，查询 i 只能看到 j ≤ i 的键。"
-    raise CheckFailed(f"n_keys_top_left：答案不对。{hint}", [], {"你的答案": got})
+    hint = _("这是右下角对齐的结果。") if got == BOTTOM_RIGHT else _("左上角对齐时，查询 i 只能看到 j ≤ i 的键。")
+    raise CheckFailed(_("{name}：答案不对。{hint}").format(name="n_keys_top_left", hint=hint), [], {_("你的答案"): got})
 
 
 @pytest.mark.points(1)
@@ -38,6 +39,6 @@ def test_bottom_right(student):
     got = _integer(student.get("n_keys_bottom_right"), "n_keys_bottom_right")
     if got == BOTTOM_RIGHT:
         return
-    hint = ("这是左上角对齐的结果。" if got == TOP_LEFT else
-            "右下角对齐时，查询 i 能看到 j ≤ i + (S − L) 的键；别忘了它自己也算一个。")
-    raise CheckFailed(f"n_keys_bottom_right：答案不对。{hint}", [], {"你的答案": got})
+    hint = (_("这是左上角对齐的结果。") if got == TOP_LEFT else
+            _("右下角对齐时，查询 i 能看到 j ≤ i + (S − L) 的键；别忘了它自己也算一个。"))
+    raise CheckFailed(_("{name}：答案不对。{hint}").format(name="n_keys_bottom_right", hint=hint), [], {_("你的答案"): got})

@@ -11,26 +11,27 @@ import pytest
 
 from autograder.grading import cases
 from autograder.grading.assertions import CheckFailed, expect_tensor
+from autograder.i18n import N_, _
 
 LETTERS = "ABCD"
 VERDICTS = {"verdict_1": "B", "verdict_2": "A", "verdict_3": "C"}
 HINTS = {  # what to probe when a verdict is wrong
-    "verdict_1": "带掩码运行它，看看每个查询的权重之和。",
-    "verdict_2": "有掩码、无掩码各运行一次，与你的 scaled_dot_product_attention 比较；写法奇怪不等于有错。",
-    "verdict_3": "带掩码运行它，看看掩码为 False 的位置分到的权重。",
+    "verdict_1": N_("带掩码运行它，看看每个查询的权重之和。"),
+    "verdict_2": N_("有掩码、无掩码各运行一次，与你的 scaled_dot_product_attention 比较；写法奇怪不等于有错。"),
+    "verdict_3": N_("带掩码运行它，看看掩码为 False 的位置分到的权重。"),
 }
 
 
 def _choice(student, name):
     value = student.get(name)
     if not isinstance(value, str) or not value.strip() or value.strip().upper()[0] not in LETTERS:
-        raise CheckFailed(f"{name}：请填写 A–D 中的一个字母；收到 {value!r:.40}。")
+        raise CheckFailed(_("{name}：请填写 A–D 中的一个字母；收到 {value!r:.40}。").format(name=name, value=value))
     return value.strip().upper()[0]
 
 
 def _verdict(student, name):
     if _choice(student, name) != VERDICTS[name]:
-        raise CheckFailed(f"{name}：结论不对。{HINTS[name]}值取单位矩阵时，输出就是权重。")
+        raise CheckFailed(_("{name}：结论不对。{hint}值取单位矩阵时，输出就是权重。").format(name=name, hint=_(HINTS[name])))
 
 
 @pytest.mark.part("debugging_choice")
@@ -61,6 +62,6 @@ def test_fixed_attention(student, rng):
     q, k, v = cases.qkv(rng, batch=(2,), L=4, S=6, d_k=4, d_v=3)
     for mask in (None, cases.random_bool_mask(rng, (4, 6))):
         args = (q, k, v) if mask is None else (q, k, v, mask)
-        out, _ = cases.sdpa(q, k, v, mask)
+        out, _weights = cases.sdpa(q, k, v, mask)
         expect_tensor(student.call("fixed_attention", *args), out, function="fixed_attention", args=args,
-                      what="fixed_attention" + ("（带掩码）" if mask is not None else ""))
+                      what=_("fixed_attention（带掩码）") if mask is not None else "fixed_attention")

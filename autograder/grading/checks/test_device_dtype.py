@@ -22,6 +22,7 @@ from autograder.grading.assertions import (
     require_ok,
     text_codes,
 )
+from autograder.i18n import _
 from solutions import sdpa as ref
 
 PART = "device_dtype"
@@ -53,7 +54,7 @@ def _cpu_evidence(student, fn, args, kwargs, grading, subcases, gate=False):
     """The float64 CPU output, when it is real work (``assertions.expect_real_work``); None when there is
     none because of a mistake that lives in another part (this part grades devices and dtypes, not values)."""
     result = student.call(fn, *args, **kwargs)
-    what = f"{fn}（先要在 CPU 上得到可评分的结果）"
+    what = _("{function}（先要在 CPU 上得到可评分的结果）").format(function=fn)
     try:
         value, codes = expect_real_work(result, _expected(fn, args, kwargs), function=fn, args=args,
                                         kwargs=kwargs, select=0, what=what)
@@ -87,7 +88,7 @@ def _known_mistake(student, grading, fn, args, kwargs, result, codes, what):
     the student's own helpers composed give it (double scaling is `scale-by-dk`'s output too, but it lives in
     `attention_scores`); otherwise the codes whose mutants reproduce it."""
     named = "".join(f"[{c}]" for c in codes)
-    message = f"{fn}：在 CPU 上的结果不正确，与已知错误 {named} 的结果相同。"
+    message = _("{function}：在 CPU 上的结果不正确，与已知错误 {codes} 的结果相同。").format(function=fn, codes=named)
     if fn == "scaled_dot_product_attention":
         q, k, v, *rest = args
         explained = composition.explain_result(student, grading, result, q, k, v,
@@ -113,11 +114,11 @@ def _explained_elsewhere(student, grading, fn, args, result, failure, what):
         return None
     square = (q, k[..., :q.shape[-2], :], v[..., :q.shape[-2], :], mask[..., :q.shape[-2]])
     pair = attention_pair(student.call(fn, *square).value)
-    out, _ = cases.sdpa(*square)
+    out, _weights = cases.sdpa(*square)
     if pair is None or not isinstance(pair[0], TensorSpec) or pair[0].missing_data() \
             or pair[0].shape != tuple(out.shape) or not torch.allclose(pair[0].tensor.double(), out, rtol=0, atol=1e-9):
         return None
-    return composition.ExplainedElsewhere(f"{what}：L != S 时没有结果，L == S 时正确 [assumes-square]。",
+    return composition.ExplainedElsewhere(_("{what}：L != S 时没有结果，L == S 时正确 [assumes-square]。").format(what=what),
                                           ["assumes-square"], [fn], {"message": failure.message,
                                                                       "codes": failure.codes + ["assumes-square"],
                                                                       "example": failure.example})
@@ -134,8 +135,10 @@ def _raised_elsewhere(student, grading, fn, args, result, what):
     codes = [c for c in text_codes(f"{result.ename} {result.evalue}") if composition.HOME.get(c) == fn]
     if not codes:
         return None
-    return composition.ExplainedElsewhere(f"{what}：{result.describe()}（原因在它所在的部分扣分）", codes, [],
-                                          {"message": f"{what}：{result.describe()}", "codes": codes, "example": {}})
+    detail = result.describe()
+    return composition.ExplainedElsewhere(_("{what}：{detail}（原因在它所在的部分扣分）").format(what=what, detail=detail),
+                                          codes, [], {"message": _("{what}：{detail}").format(what=what, detail=detail),
+                                                      "codes": codes, "example": {}})
 
 
 def _tensor_of(result):
@@ -158,17 +161,19 @@ def test_meta_device(student, rng, grading):
         if result.status == "raised":
             text = f"{result.ename}: {result.evalue}"
             if any(marker in text for marker in DEVICE_ERROR):
-                raise CheckFailed(f"{fn}：输入在另一个设备上时出错：{text}", ["device-mismatch"])
+                raise CheckFailed(_("{function}：输入在另一个设备上时出错：{error}").format(function=fn, error=text),
+                                  ["device-mismatch"])
             continue  # data-dependent code (it computed real values on the CPU above)
-        require_ok(result, f"{fn}（meta 设备）")
+        require_ok(result, _("{function}（meta 设备）").format(function=fn))
         value = _tensor_of(result)
         if not isinstance(value, TensorSpec):
-            raise CheckFailed(f"{fn}：输入在 meta 设备上时应返回张量，实际返回 {value!r:.60}。")
+            raise CheckFailed(_("{function}：输入在 meta 设备上时应返回张量，实际返回 {value!r:.60}。").format(function=fn, value=value))
         if value.device != "meta":
-            raise CheckFailed(f"{fn}：输入在 meta 设备上，输出却在 {value.device} 上。", ["device-mismatch"])
+            raise CheckFailed(_("{function}：输入在 meta 设备上，输出却在 {device} 上。").format(function=fn, device=value.device),
+                              ["device-mismatch"])
         if (tuple(value.shape), value.dtype) != (tuple(cpu.shape), cpu.dtype):
-            raise CheckFailed(f"{fn}：meta 设备上的输出 {value.dtype}{list(value.shape)} 与 CPU 上的 "
-                              f"{cpu.dtype}{list(cpu.shape)} 不一致。")
+            raise CheckFailed(_("{function}：meta 设备上的输出 {dtype}{shape} 与 CPU 上的 {cpu_dtype}{cpu_shape} 不一致。").format(
+                function=fn, dtype=value.dtype, shape=list(value.shape), cpu_dtype=cpu.dtype, cpu_shape=list(cpu.shape)))
     subcases.settle()
 
 
@@ -188,19 +193,22 @@ def test_half_precision_keeps_dtype(student, rng, grading):
                 continue
             low = cases.cast(args, dtype)
             result = student.call(fn, *low, **kwargs)
-            elsewhere = _raised_elsewhere(student, grading, fn, low, result, f"{fn}（{name}）")
+            label = _("{function}（{dtype}）").format(function=fn, dtype=name)
+            elsewhere = _raised_elsewhere(student, grading, fn, low, result, label)
             if elsewhere is not None:
                 subcases.explained.append(elsewhere)
                 continue
-            require_ok(result, f"{fn}（{name}）")
+            require_ok(result, label)
             value = _tensor_of(result)
             if not isinstance(value, TensorSpec) or value.missing_data():
-                reason = value.missing_data() if isinstance(value, TensorSpec) else f"返回了 {value!r:.60}"
-                raise CheckFailed(f"{fn}（{name}）：{reason}。")
+                reason = value.missing_data() if isinstance(value, TensorSpec) else _("返回了 {value!r:.60}").format(value=value)
+                raise CheckFailed(_("{function}（{dtype}）：{reason}。").format(function=fn, dtype=name, reason=reason))
             if value.dtype != name:
-                raise CheckFailed(f"{fn}：输入为 {name}，输出却是 {value.dtype}。", ["dtype-changed"])
+                raise CheckFailed(_("{function}：输入为 {dtype}，输出却是 {got}。").format(function=fn, dtype=name, got=value.dtype),
+                                  ["dtype-changed"])
             if tuple(value.shape) != shapes[fn]:
-                raise CheckFailed(f"{fn}（{name}）：输出形状 {list(value.shape)} 与 float64 时的 {list(shapes[fn])} 不一致。")
+                raise CheckFailed(_("{function}（{dtype}）：输出形状 {shape} 与 float64 时的 {expected} 不一致。").format(
+                    function=fn, dtype=name, shape=list(value.shape), expected=list(shapes[fn])))
     subcases.settle()
 
 
@@ -216,7 +224,7 @@ def test_half_precision_accuracy(student, rng, grading):
         args = cases.cast((q, k, v, mask), dtype)
         args64 = tuple(cases.cast(args, torch.float64))
         name = str(dtype).replace("torch.", "")
-        target, _ = cases.sdpa(*args64)
+        target, _weights = cases.sdpa(*args64)
         truth = target
         if charge_once:
             # Precision is what this check grades: a value mistake (a known misconception,
@@ -227,7 +235,8 @@ def test_half_precision_accuracy(student, rng, grading):
             target = own.tensor
         tol = cases.tolerance(cases.sdpa, args64, dtype)
         result = student.call(fn, *args)
-        elsewhere = _raised_elsewhere(student, grading, fn, args, result, f"{name} 注意力")
+        label = _("{dtype} 注意力").format(dtype=name)
+        elsewhere = _raised_elsewhere(student, grading, fn, args, result, label)
         if elsewhere is not None:
             subcases.explained.append(elsewhere)
             continue
@@ -242,7 +251,7 @@ def test_half_precision_accuracy(student, rng, grading):
             target = target.masked_fill(unmeasured, 0.0)
             low.tensor = low.tensor.masked_fill(unmeasured, 0.0)
         subcases.run(expect_tensor, result, target, function=fn, args=args64, select=0, tol=tol, dtype=dtype,
-                     what=f"{name} 注意力", diagnose_values=False)
+                     what=label, diagnose_values=False)
     subcases.settle()
 
 
@@ -250,12 +259,12 @@ def test_half_precision_accuracy(student, rng, grading):
 def test_cuda_when_present(student, rng, grading):
     """真实 GPU 上的检查（仅在评分机有 CUDA 时运行，不计分）"""
     if not grading.get("cuda"):
-        pytest.skip("评分机没有 CUDA")
+        pytest.skip(_("评分机没有 CUDA"))
     q, k, v = cases.qkv(rng, batch=(2, 2), L=6, S=9, d_k=16, d_v=8)
     mask = cases.random_bool_mask(rng, (6, 9), full_row=3)
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         args = cases.cast((q, k, v, mask), dtype)
-        out64, _ = cases.sdpa(*cases.cast(args, torch.float64))
+        out64, _weights = cases.sdpa(*cases.cast(args, torch.float64))
         tol = cases.tolerance(cases.sdpa, cases.cast(args, torch.float64), dtype)
         expect_tensor(student.call("scaled_dot_product_attention", *args, on_device="cuda"), out64,
                       function="scaled_dot_product_attention", args=tuple(cases.cast(args, torch.float64)), select=0,

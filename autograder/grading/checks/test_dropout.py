@@ -7,6 +7,7 @@ C it raises, D random numbers are frozen.
 import pytest
 
 from autograder.grading.assertions import CheckFailed, expect_number
+from autograder.i18n import _
 
 PART = "dropout"
 P, WEIGHT = 0.2, 0.4
@@ -19,8 +20,8 @@ def test_kept_value(student):
     try:
         expect_number(student.get("dropout_kept_value"), KEPT, what="dropout_kept_value")
     except CheckFailed as failed:
-        raise CheckFailed(failed.message + "训练时没被置零的权重要除以 1 − p，让它的期望保持不变。", failed.codes,
-                          failed.example) from None
+        raise CheckFailed(_("{message}训练时没被置零的权重要除以 1 − p，让它的期望保持不变。").format(message=failed.message),
+                          failed.codes, failed.example) from None
 
 
 @pytest.mark.points(1)
@@ -28,6 +29,6 @@ def test_sdpa_in_eval(student):
     """eval() 之后 F.scaled_dot_product_attention(dropout_p=0.1) 的行为"""
     value = student.get("dropout_sdpa_answer")
     if not isinstance(value, str) or not value.strip() or value.strip().upper()[0] not in "ABCD":
-        raise CheckFailed(f"dropout_sdpa_answer：请填写 A–D 中的一个字母；收到 {value!r:.40}。")
+        raise CheckFailed(_("{name}：请填写 A–D 中的一个字母；收到 {value!r:.40}。").format(name="dropout_sdpa_answer", value=value))
     if value.strip().upper()[0] != "B":
-        raise CheckFailed("dropout_sdpa_answer：选项不对。回到上面的演示：调用 eval() 之后，同一输入运行两次的结果一样吗？")
+        raise CheckFailed(_("dropout_sdpa_answer：选项不对。回到上面的演示：调用 eval() 之后，同一输入运行两次的结果一样吗？"))

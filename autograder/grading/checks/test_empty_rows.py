@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from autograder.grading.assertions import CheckFailed, TensorSpec, expect_number
+from autograder.i18n import _
 
 PART = "empty_rows"
 REAL_TOKENS = torch.tensor([[True, True, True, True], [False, False, True, True]])
@@ -22,7 +23,7 @@ def _integer(value, name):
             and not value.tensor.is_floating_point() and value.tensor.dtype != torch.bool:
         value = int(value.tensor)  # (~mask.any(-1)).sum() as a 0-d tensor
     if isinstance(value, bool) or not isinstance(value, int):
-        raise CheckFailed(f"{name}：请填写一个整数；收到 {value!r:.60}。")
+        raise CheckFailed(_("{name}：请填写一个整数；收到 {value!r:.60}。").format(name=name, value=value))
     return value
 
 
@@ -31,8 +32,8 @@ def test_count_empty_rows(student):
     """mask_demo 中没有任何允许键的查询行数"""
     got = _integer(student.get("n_empty_rows"), "n_empty_rows")
     if got != EMPTY:
-        raise CheckFailed("n_empty_rows：答案不对。对每一行问“有没有任何一个 True”：~mask_demo.any(dim=-1)。",
-                          [], {"你的答案": got})
+        raise CheckFailed(_("n_empty_rows：答案不对。对每一行问“有没有任何一个 True”：~mask_demo.any(dim=-1)。"),
+                          [], {_("你的答案"): got})
 
 
 @pytest.mark.points(1)
@@ -41,5 +42,5 @@ def test_fill_weight(student):
     try:
         expect_number(student.get("fill_weight"), FILL_WEIGHT, what="fill_weight")
     except CheckFailed as failed:
-        raise CheckFailed(failed.message + "这一行的 4 个分数都等于 -1e9，减去最大值后全是 0。", failed.codes,
-                          failed.example) from None
+        raise CheckFailed(_("{message}这一行的 4 个分数都等于 -1e9，减去最大值后全是 0。").format(message=failed.message),
+                          failed.codes, failed.example) from None

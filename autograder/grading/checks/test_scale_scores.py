@@ -6,6 +6,7 @@ import torch
 
 from autograder.grading import cases
 from autograder.grading.assertions import expect_tensor, expect_unchanged_inputs
+from autograder.i18n import _
 
 PART = "scale_scores"
 FN = "scale_scores"
@@ -32,7 +33,7 @@ def test_low_precision_keeps_dtype(student, rng):
     s16 = s.half()
     tol = cases.tolerance(cases.scaled, (s, 16), torch.float16)
     expect_tensor(student.call(FN, s16, 16), cases.scaled(s16.double(), 16), function=FN, args=(s, 16), tol=tol,
-                  dtype=torch.float16, what="float16 分数")
+                  dtype=torch.float16, what=_("float16 分数"))
 
 
 @pytest.mark.points(1)

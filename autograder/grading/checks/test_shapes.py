@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from autograder.grading.assertions import CheckFailed, TensorSpec
+from autograder.i18n import _
 
 PART = "shapes"
 
@@ -12,7 +13,7 @@ def _shape(value, name):
         value = value.tensor.tolist()
     if isinstance(value, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
         return tuple(value)
-    raise CheckFailed(f"{name}：请填写一个由整数组成的元组，例如 (1, 2, 3)；收到 {value!r:.60}。")
+    raise CheckFailed(_("{name}：请填写一个由整数组成的元组，例如 (1, 2, 3)；收到 {value!r:.60}。").format(name=name, value=value))
 
 
 def _expect_shape(student, name, want, wrong=()):
@@ -20,7 +21,7 @@ def _expect_shape(student, name, want, wrong=()):
     if got == want:
         return
     codes = [code for code, shape in wrong if got == shape]
-    raise CheckFailed(f"{name}：形状不对。", codes, {"你的答案": list(got)})
+    raise CheckFailed(_("{name}：形状不对。").format(name=name), codes, {_("你的答案"): list(got)})
 
 
 @pytest.mark.points(1)
@@ -60,8 +61,8 @@ def test_softmax_dim(student):
             and not value.tensor.is_floating_point() and value.tensor.dtype != torch.bool:
         value = int(value.tensor)  # numpy.array(-1), torch.tensor(-1)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise CheckFailed(f"softmax_dim：请填写一个整数；收到 {value!r:.60}。")
+        raise CheckFailed(_("{name}：请填写一个整数；收到 {value!r:.60}。").format(name="softmax_dim", value=value))
     if value in (-1, 3):
         return
     codes = ["softmax-wrong-dim"] if value in (-2, 2, -3, 1, -4, 0) else []
-    raise CheckFailed("softmax_dim：维度不对。", codes, {"你的答案": value})
+    raise CheckFailed(_("softmax_dim：维度不对。"), codes, {_("你的答案"): value})

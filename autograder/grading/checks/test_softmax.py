@@ -6,6 +6,7 @@ import torch
 
 from autograder.grading import cases
 from autograder.grading.assertions import expect_tensor, expect_unchanged_inputs
+from autograder.i18n import _
 
 PART = "softmax"
 FN = "softmax"
@@ -22,7 +23,7 @@ def test_hand_cases(student):
 def test_random_last_dim(student, rng):
     """随机张量，沿最后一维，每行和为 1"""
     x = cases.randn(rng, 2, 3, 5, 7) * 3
-    expect_tensor(student.call(FN, x), cases.softmax(x), function=FN, args=(x,), what="softmax(x)（dim=-1）")
+    expect_tensor(student.call(FN, x), cases.softmax(x), function=FN, args=(x,), what=_("softmax(x)（dim=-1）"))
 
 
 @pytest.mark.points(2)
@@ -40,7 +41,7 @@ def test_large_scores_are_stable(student, rng):
     x = cases.randn(rng, 3, 6)
     x[0] = x[0] * 1e4
     x[1] = x[1] + 1e4
-    expect_tensor(student.call(FN, x), cases.softmax(x), function=FN, args=(x,), what="大分数的 softmax")
+    expect_tensor(student.call(FN, x), cases.softmax(x), function=FN, args=(x,), what=_("大分数的 softmax"))
 
 
 @pytest.mark.points(2)
@@ -50,7 +51,7 @@ def test_fully_masked_slice_gives_zeros(student, rng):
     x[0] = x[0] * 1e3 + 2e3  # exp overflows here: tells this bug apart from an unstable or global-max softmax
     x[1] = float("-inf")
     x[2, :2] = float("-inf")
-    expect_tensor(student.call(FN, x), cases.softmax(x), function=FN, args=(x,), what="含全 -inf 行的 softmax")
+    expect_tensor(student.call(FN, x), cases.softmax(x), function=FN, args=(x,), what=_("含全 -inf 行的 softmax"))
 
 
 @pytest.mark.points(1)
