@@ -329,6 +329,33 @@ DEVICE_BUG_BEHIND_TWO_HELPERS = {"scale_scores": honest.SOURCES["scale-missing"]
                                  "apply_mask": honest.SOURCES["mask-zero-fill"][1],
                                  "scaled_dot_product_attention": DEVICE_BUG}
 
+# Found by a seventh red-team pass: a narrow form of a mistake, topped up with another mistake of the same
+# helper on checks the composite never calls it on, so that the part's loss reached the honest holder's.
+# The yardstick counts only the home checks that name the code.
+TOPPED_UP_INVERTED = {"apply_mask": '''
+def apply_mask(scores, mask=None):
+    if mask is None:
+        return scores * 1.5 if tuple(scores.shape) == (3, 4) else scores  # wrong on apply_mask's own None check
+    if mask.dtype != torch.bool:
+        return scores - mask if tuple(mask.shape) == (5, 7) else scores + mask  # wrong on its own float check
+    if tuple(mask.shape) == (5, 7):
+        return scores.masked_fill(~mask, float("-inf"))  # right on apply_mask's broadcast check only
+    return scores.masked_fill(mask, float("-inf"))  # inverted
+'''}
+TOPPED_UP_UNSTABLE = {"softmax": '''
+def softmax(x, dim=-1):
+    if dim not in (-1, x.dim() - 1):
+        return torch.zeros_like(x)  # wrong on other dims: the composite only uses dim=-1
+    if tuple(x.shape) == (3, 5):  # stable on softmax's own -inf-row check only
+        m = x.amax(dim=dim, keepdim=True)
+        m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+        e = torch.exp(x - m)
+        s = e.sum(dim=dim, keepdim=True)
+        return e / torch.where(s > 0, s, torch.ones_like(s))
+    e = torch.exp(x)
+    return e / e.sum(dim=dim, keepdim=True)
+'''}
+
 # Correct code in forms a student may write: helpers captured in default arguments and closures.
 FAIR_DEFAULT = {"scaled_dot_product_attention": '''
 def scaled_dot_product_attention(q, k, v, mask=None, _scores=attention_scores, _scale=scale_scores,
@@ -388,6 +415,8 @@ CHARGING = [
     Sample("bug-softmax-default-dim0", "bug", "partial", SOFTMAX_DEFAULT_DIM0, codes=("softmax-wrong-dim",)),
     Sample("attack-charge-device-bug-behind-scores", "attack", "partial", DEVICE_BUG_BEHIND_SCORES),
     Sample("attack-charge-device-bug-behind-two-helpers", "attack", "partial", DEVICE_BUG_BEHIND_TWO_HELPERS),
+    Sample("attack-charge-topped-up-inverted", "attack", "partial", TOPPED_UP_INVERTED),
+    Sample("attack-charge-topped-up-unstable", "attack", "partial", TOPPED_UP_UNSTABLE),
     Sample("fairness-helpers-in-defaults", "fairness", "full", FAIR_DEFAULT),
     Sample("fairness-helpers-in-closure", "fairness", "full", FAIR_CLOSURE),
 ]
@@ -415,10 +444,11 @@ HONEST = {
 TWO_MISTAKES = ("attack-charge-lone-output-behind-dtype", "attack-charge-raising-behind-dtype",
                 "attack-charge-wrong-values-behind-transpose", "attack-charge-overflow-text",
                 "attack-charge-device-bug-behind-scores", "attack-charge-device-bug-behind-two-helpers")
-# A mistake written to show on one graded input only (its shape read from the hidden check): strict grading
-# sees it nowhere else either; charge-once charges it where it shows and never scores it above strict.
+# Mistakes written around the hidden checks' inputs (one graded input only, or the home part's checks
+# topped up with another mistake): charge-once charges them where they show and never above strict.
 SHOWS_ONCE = ("attack-charge-mask-ignored-on-accuracy-shape", "attack-charge-wrong-dim-on-some-masks",
-              "attack-charge-mask-after-softmax-in-4d")
+              "attack-charge-mask-after-softmax-in-4d", "attack-charge-topped-up-inverted",
+              "attack-charge-topped-up-unstable")
 # A narrower form of an honest mistake: no refund, and never below strict grading.
 NARROWER = ("bug-mask-ignored-bool-only", "bug-mask-after-softmax-bool-only", "bug-causal-inverted",
             "bug-softmax-default-dim0")

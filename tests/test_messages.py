@@ -10,10 +10,9 @@ from babel.messages.pofile import read_po
 from autograder import i18n
 from autograder.demo.submissions import BUGS
 from autograder.grading import feedback, root_causes
-from autograder.grading.hidden_checks import run_checks
-from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.grading.misconceptions import CATALOGUE
 from catalogue.charge_once import parts
+from tests.support.grading import grade_in_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import messages  # noqa: E402
@@ -78,10 +77,7 @@ def test_the_feedback_of_every_one_bug_sample_is_english_in_the_english_edition(
         for sample in BUGS:
             if sample.append or sample.edit is not None:
                 continue
-            namespace = reference_namespace()
-            for source in sample.replace.values():
-                exec(source, namespace)  # noqa: S102 - our own samples, trusted test code
-            results = run_checks(LocalStudent(namespace), order, seed_key=("sdpa", sample.name))
+            results = grade_in_process(sample.replace, sample.name)
             text = root_causes.render_text(root_causes.root_causes(results, order), {})
             for part, result in results.items():
                 text += feedback.render_text(part, result, result.max_points, result.points)

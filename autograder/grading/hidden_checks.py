@@ -225,8 +225,9 @@ def settle_charges(results: dict, seed_key: Sequence[object], context: dict, yar
 
     A code pays for such a check only if the part where it lives (``misconceptions.HOMES``) charged it: a
     failing check of that part names the code, and, for every code an answer cell can hold alone
-    (``honest.SOURCES``), that part lost at least what it takes from an honest holder of the code on
-    the same seed (`honest_loss`).  A difference that several codes explain alike (``charged_groups``)
+    (``honest.SOURCES``), the part's checks that name it took at least what they take from an honest
+    holder of the code on the same seed (`honest_loss`; another mistake in the same part cannot make up
+    the difference).  A difference that several codes explain alike (``charged_groups``)
     is paid for by any one of them.  Otherwise the check fails here, naming the
     codes.  A helper that misbehaves only where the composite calls it, or is wrong on one cheap check
     alone, or a composite with a bug of its own, therefore never scores more than the honest student.
@@ -242,17 +243,12 @@ def settle_charges(results: dict, seed_key: Sequence[object], context: dict, yar
 
 
 def _settle(results, candidates, seed_key, context, yardstick):
-    charged = {}  # code -> parts whose failing checks name it
-    for result in results.values():
-        for check in result.checks:
-            for code in check.codes if not check.passed else ():
-                charged.setdefault(code, set()).add(result.part)
-    lost = {part: result.max_points - result.points for part, result in results.items()}
+    charged = code_losses(results)
     decisions = []
     for _part, check in candidates:
         short, paid = [], []
         for group in check.charged_groups or [[code] for code in check.charged_elsewhere]:
-            unpaid = [_unpaid(code, charged, lost, seed_key, context, yardstick) for code in group]
+            unpaid = [_unpaid(code, charged, seed_key, context, yardstick) for code in group]
             if all(unpaid):  # a difference that any one of its codes, charged where it lives, would pay for
                 short.extend((code, home) for code, (home,) in zip(group, unpaid))
             paid.extend(code for code, why in zip(group, unpaid) if not why)
@@ -265,14 +261,26 @@ def _settle(results, candidates, seed_key, context, yardstick):
             check.charged_groups = [[code] for code in check.charged_elsewhere]
 
 
-def _unpaid(code, charged, lost, seed_key, context, yardstick) -> tuple:
-    """() when the code's home part charged it in full; else (home,) when that part charged it less than an
-    honest holder loses there, (None,) when it did not charge it at all."""
+def code_losses(results: dict) -> dict:
+    """{(part, code): points lost by the part's failing checks that name the code}, for every code a failing
+    check names.  What a part charged for one mistake, not for another one beside it."""
+    losses = {}
+    for result in results.values():
+        for check in result.checks:
+            for code in dict.fromkeys(check.codes) if not check.passed else ():
+                key = (result.part, code)
+                losses[key] = losses.get(key, 0.0) + check.max_points - check.points
+    return losses
+
+
+def _unpaid(code, charged, seed_key, context, yardstick) -> tuple:
+    """() when the code's home part charged it in full; else (home,) when that part's checks that name it
+    took less than they take from an honest holder, (None,) when none of them names it."""
     home = HOMES.get(code)
-    if home is None or home not in charged.get(code, set()):
+    if home is None or (home, code) not in charged:
         return (None,)
     if yardstick and code in YARDSTICKS \
-            and lost[home] + 1e-9 < honest_loss(code, home, tuple(seed_key), _frozen(context)):
+            and charged[(home, code)] + 1e-9 < honest_loss(code, home, tuple(seed_key), _frozen(context)):
         return (home,)
     return ()
 
@@ -299,7 +307,8 @@ def _frozen(context: dict) -> tuple:
 
 @functools.lru_cache(maxsize=256)
 def honest_loss(code: str, part: str, seed_key: tuple, context: tuple) -> float:
-    """Points `part` takes, on this seed, from a student whose only mistake is `code` (``honest``)."""
+    """Points the checks of `part` that name `code` take, on this seed, from a student whose only mistake is
+    `code` (``honest``)."""
     from .local_student import LocalStudent, reference_namespace
 
     namespace = reference_namespace()
@@ -307,4 +316,4 @@ def honest_loss(code: str, part: str, seed_key: tuple, context: tuple) -> float:
     exec(compile(source, f"honest:{code}", "exec"), namespace)  # noqa: S102 - our own model of the mistake
     results = run_checks(LocalStudent(namespace), [part], seed_key=seed_key, context=dict(context), settle=False)
     settle_charges(results, seed_key, dict(context), yardstick=False)  # the honest holder is its own yardstick
-    return results[part].max_points - results[part].points
+    return code_losses(results).get((part, code), 0.0)

@@ -8,6 +8,7 @@ from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.grading.misconceptions import CATALOGUE, COMPOSITE_HOME
 from catalogue.charge_once import parts
 from catalogue.charging import CHARGING, DTYPE_BUGS, HONEST, LARGE_FILLS, NARROWER, SHOWS_ONCE, TWO_MISTAKES
+from tests.support.grading import grade_in_process
 
 ORDER = parts()
 # One answer cell changed, one code: the single-misconception samples (built-ins are charged by reading the code).
@@ -15,11 +16,7 @@ SINGLE = [s for s in BUGS if len(s.replace) == 1 and not s.append and s.edit is 
           and not {"softmax-builtin", "sdpa-builtin"} & set(s.codes)]
 
 
-def _grade(replace, key, charge_once=True):
-    namespace = reference_namespace()
-    for source in replace.values():
-        exec(source, namespace)  # noqa: S102 - our own samples, trusted test code
-    return run_checks(LocalStudent(namespace), ORDER, seed_key=("sdpa", key), context={"charge_once": charge_once})
+_grade = grade_in_process
 
 
 def _lost(results):
@@ -51,8 +48,8 @@ def test_no_attack_scores_more_than_its_honest_counterpart(sample, key):
     assert attack <= counterpart, (attack, counterpart)
 
 
-def _total(replace, key):
-    return sum(r.points for r in _grade(replace, key).values())
+def _total(replace, key, charge_once=True):
+    return sum(r.points for r in _grade(replace, key, charge_once).values())
 
 
 def _one_bug(code):
@@ -74,7 +71,7 @@ def test_a_mistake_that_shows_on_one_input_is_charged_there_and_never_above_stri
     """Found by a third red-team pass: the float64 output the accuracy check measures against was credited as
     a known mistake's although no part charged that mistake."""
     sample = next(s for s in CHARGING if s.name == name)
-    strict = sum(r.points for r in _grade(sample.replace, name, charge_once=False).values())
+    strict = _total(sample.replace, name, charge_once=False)
     results = _grade(sample.replace, name)
     assert _lost(results) and sum(r.points for r in results.values()) <= strict, _lost(results)
 
@@ -84,8 +81,7 @@ def test_a_narrower_form_of_an_honest_mistake_never_scores_below_strict(name):
     """Found by a fifth red-team pass: withdrawn refunds, and device checks that graded a mistaken CPU output
     as a credit to withdraw, took 3 to 7 points more than strict grading."""
     sample = next(s for s in CHARGING if s.name == name)
-    strict = sum(r.points for r in _grade(sample.replace, name, charge_once=False).values())
-    assert sum(r.points for r in _grade(sample.replace, name).values()) >= strict
+    assert _total(sample.replace, name) >= _total(sample.replace, name, charge_once=False)
 
 
 @pytest.mark.parametrize("name", DTYPE_BUGS)
@@ -141,6 +137,21 @@ def test_a_credit_stands_when_the_home_part_charged_what_an_honest_holder_loses(
                "scaled_dot_product_attention": _result("scaled_dot_product_attention", credited)}
     settle_charges(results, key, {})
     assert (credited.passed, credited.points) == (True, 3.0)
+
+
+def test_another_mistake_of_the_home_part_does_not_make_up_what_the_code_was_charged():
+    """Found by a seventh red-team pass: a narrow inverted mask, topped up by wrong answers on checks the
+    composite never calls apply_mask on, reached the honest holder's loss in the part as a whole."""
+    key = ("sdpa", "settle")
+    needed = honest_loss("mask-inverted", "apply_mask", key, ())
+    narrow = _check("apply_mask", 9.0, 10.0, codes=["mask-inverted"])  # 1 point for the code
+    other = _check("apply_mask", 0.0, needed)  # the rest of the honest loss, from another mistake
+    credited = _check("scaled_dot_product_attention", 3.0, 3.0, elsewhere=["mask-inverted"])
+    results = {"apply_mask": _result("apply_mask", narrow, other),
+               "scaled_dot_product_attention": _result("scaled_dot_product_attention", credited)}
+    assert needed > 1
+    settle_charges(results, key, {})
+    assert (credited.passed, credited.points) == (False, 0.0)
 
 
 def test_a_credit_for_a_code_no_check_of_its_home_names_is_withdrawn():

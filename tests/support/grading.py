@@ -1,5 +1,9 @@
-"""Grading the catalogue in tests: the short limits CI grades with, and reading a student's grading report."""
+"""Grading the catalogue in tests: the short limits CI grades with, reading a student's grading report,
+and grading answer cells in-process (the hidden checks on the reference solution with cells swapped in)."""
 from autograder.demo import course
+from autograder.grading.hidden_checks import run_checks
+from autograder.grading.local_student import LocalStudent, reference_namespace
+from catalogue.charge_once import parts
 
 # Shorter limits than the defaults keep the hang/loop samples cheap in CI.
 FAST_LIMITS = ("--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",
@@ -9,3 +13,11 @@ FAST_LIMITS = ("--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_tim
 def grading_report(root, student):
     """The ``<notebook>.grading.json`` that grading wrote for `student` in the course at `root`."""
     return course.grading_report(root, student)
+
+
+def grade_in_process(replace: dict, key: str, charge_once: bool = True) -> dict:
+    """{part: PartResult} of the reference solution with `replace`'s answer cells swapped in, seeded by `key`."""
+    namespace = reference_namespace()
+    for source in replace.values():
+        exec(source, namespace)  # noqa: S102 - our own samples, trusted test code
+    return run_checks(LocalStudent(namespace), parts(), seed_key=("sdpa", key), context={"charge_once": charge_once})
