@@ -16,7 +16,12 @@ CELL_STREAM_CHARS = 20_000  # printed text per cell, as a student sees it in Jup
 CELL_CHARS = 2 * 2**20  # everything of one cell (plots are base64 PNG, ~50 KB each)
 NOTEBOOK_CHARS = 8 * 2**20  # the whole notebook
 TRACEBACK_LINES = 60
-TRUNCATED = N_("[输出过大，评分时已截断]")
+_TRUNCATED = N_("[输出过大，评分时已截断]")
+
+
+def truncated_note() -> str:
+    """The note left where output was cut, in the notebook's language."""
+    return f"\n{_(_TRUNCATED)}\n"
 
 
 def _size(output):
@@ -98,6 +103,6 @@ class OutputBudget:
             kept.append(output)
         self.left -= used
         if cut:
-            kept.append({"output_type": "stream", "name": "stderr", "text": f"\n{_(TRUNCATED)}\n"})
+            kept.append({"output_type": "stream", "name": "stderr", "text": truncated_note()})
             self.truncated.append(position)
         return kept

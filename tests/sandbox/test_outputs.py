@@ -1,6 +1,6 @@
 """Cell outputs as they may be stored (`autograder.sandbox.outputs`): well-formed nbformat data, capped."""
 from autograder.sandbox import outputs
-from autograder.sandbox.outputs import TRUNCATED, OutputBudget, text_form
+from autograder.sandbox.outputs import OutputBudget, text_form, truncated_note
 
 
 def stream(text, name="stdout"):
@@ -36,7 +36,7 @@ def test_only_nbformat_outputs_made_of_strings_are_kept():
 def test_printed_text_is_capped_per_cell_with_a_visible_note():
     budget = OutputBudget(stream_chars=10)
     kept = budget.take([stream("0123456"), stream("789abcdef", "stderr"), stream("gone")], count=1, position=4)
-    assert [o["text"] for o in kept] == ["0123456", "789", TRUNCATED]
+    assert [o["text"] for o in kept] == ["0123456", "789", truncated_note()]
     assert kept[-1]["name"] == "stderr" and budget.truncated == [4]
     assert budget.take([stream("0123456789")], count=2, position=5) == [stream("0123456789")]  # per cell
     assert budget.truncated == [4]
@@ -45,12 +45,12 @@ def test_printed_text_is_capped_per_cell_with_a_visible_note():
 def test_a_cell_and_the_notebook_have_a_total_cap():
     budget = OutputBudget(notebook_chars=250, cell_chars=120)
     first = budget.take([png("a" * 100, ""), png("b" * 100, "")], count=1, position=0)
-    assert [o["data"]["image/png"] for o in first[:-1]] == ["a" * 100] and first[-1]["text"] == TRUNCATED
+    assert [o["data"]["image/png"] for o in first[:-1]] == ["a" * 100] and first[-1]["text"] == truncated_note()
     assert budget.left == 250 - len("image/png") - 100 - len("text/plain")
     second = budget.take([png("c" * 100, "")], count=2, position=1)
     assert second[0]["data"]["image/png"] == "c" * 100 and len(second) == 1
     third = budget.take([png("d" * 100, "")], count=3, position=2)
-    assert third == [stream(TRUNCATED, "stderr")] and budget.truncated == [0, 2]
+    assert third == [stream(truncated_note(), "stderr")] and budget.truncated == [0, 2]
 
 
 def test_text_form_ignores_rendered_figures_but_not_what_was_computed():
