@@ -79,7 +79,7 @@ def _returned_tensor(result):
     """The tensor (attention's output) a call returned with its values, or None."""
     if not result.ok or result.forbidden:
         return None
-    value = attention_output(result.value)
+    value = _tensor_of(result)
     return value if isinstance(value, TensorSpec) and not value.missing_data() else None
 
 
