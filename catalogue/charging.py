@@ -356,6 +356,37 @@ def softmax(x, dim=-1):
     return e / e.sum(dim=dim, keepdim=True)
 '''}
 
+# Found by an eighth red-team pass: narrow forms of a mistake that pass the home checks an honest holder
+# fails without naming the code.  Every check the honest holder fails must fail here too.
+NARROW_SQUARE = {"scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    L, S = q.shape[-2], k.shape[-2]
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    if L != S and ((q.dim() == 3 and L == 3) or (L, S) in ((5, 7), (6, 9))):
+        scores = scores.reshape(*q.shape[:-1], L)
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    return attention_output(weights, v), weights
+'''}
+NARROW_TRANSPOSED = {"attention_scores": '''
+def attention_scores(q, k):
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError("d_k mismatch")
+    if q.dtype == torch.float32:
+        return q @ k.transpose(-2, -1)
+    return k @ q.transpose(-2, -1)
+'''}
+NARROW_AFTER_SOFTMAX = {"scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    if mask is not None and mask.dtype != torch.bool:
+        weights = softmax(apply_mask(scores, mask), dim=-1)
+        return attention_output(weights, v), weights
+    weights = softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights * mask
+    return attention_output(weights, v), weights
+'''}
+
 # Correct code in forms a student may write: helpers captured in default arguments and closures.
 FAIR_DEFAULT = {"scaled_dot_product_attention": '''
 def scaled_dot_product_attention(q, k, v, mask=None, _scores=attention_scores, _scale=scale_scores,
@@ -417,6 +448,9 @@ CHARGING = [
     Sample("attack-charge-device-bug-behind-two-helpers", "attack", "partial", DEVICE_BUG_BEHIND_TWO_HELPERS),
     Sample("attack-charge-topped-up-inverted", "attack", "partial", TOPPED_UP_INVERTED),
     Sample("attack-charge-topped-up-unstable", "attack", "partial", TOPPED_UP_UNSTABLE),
+    Sample("attack-charge-narrow-square", "attack", "partial", NARROW_SQUARE),
+    Sample("attack-charge-narrow-transposed", "attack", "partial", NARROW_TRANSPOSED),
+    Sample("attack-charge-narrow-after-softmax", "attack", "partial", NARROW_AFTER_SOFTMAX),
     Sample("fairness-helpers-in-defaults", "fairness", "full", FAIR_DEFAULT),
     Sample("fairness-helpers-in-closure", "fairness", "full", FAIR_CLOSURE),
 ]
@@ -448,7 +482,8 @@ TWO_MISTAKES = ("attack-charge-lone-output-behind-dtype", "attack-charge-raising
 # topped up with another mistake): charge-once charges them where they show and never above strict.
 SHOWS_ONCE = ("attack-charge-mask-ignored-on-accuracy-shape", "attack-charge-wrong-dim-on-some-masks",
               "attack-charge-mask-after-softmax-in-4d", "attack-charge-topped-up-inverted",
-              "attack-charge-topped-up-unstable")
+              "attack-charge-topped-up-unstable", "attack-charge-narrow-square", "attack-charge-narrow-transposed",
+              "attack-charge-narrow-after-softmax")
 # A narrower form of an honest mistake: no refund, and never below strict grading.
 NARROWER = ("bug-mask-ignored-bool-only", "bug-mask-after-softmax-bool-only", "bug-causal-inverted",
             "bug-softmax-default-dim0")

@@ -225,12 +225,13 @@ def settle_charges(results: dict, seed_key: Sequence[object], context: dict, yar
 
     A code pays for such a check only if the part where it lives (``misconceptions.HOMES``) charged it: a
     failing check of that part names the code, and, for every code an answer cell can hold alone
-    (``honest.SOURCES``), the part's checks that name it took at least what they take from an honest
-    holder of the code on the same seed (`honest_loss`; another mistake in the same part cannot make up
-    the difference).  A difference that several codes explain alike (``charged_groups``)
-    is paid for by any one of them.  Otherwise the check fails here, naming the
-    codes.  A helper that misbehaves only where the composite calls it, or is wrong on one cheap check
-    alone, or a composite with a bug of its own, therefore never scores more than the honest student.
+    (``honest.SOURCES``), every check of that part that an honest holder of the code fails on the same
+    seed (`honest_failures`) took at least as much here: a narrower form of the mistake that passes one
+    of them, topped up by another mistake elsewhere in the part or not, is no proof of the code.  A
+    difference that several codes explain alike (``charged_groups``) is paid for by any one of them.
+    Otherwise the check fails here, naming the codes.  A helper that misbehaves only where the composite
+    calls it, or is wrong on one cheap check alone, or a composite with a bug of its own, therefore never
+    scores more than the honest student.
     """
     candidates = [(result.part, check) for result in results.values() for check in result.checks
                   if check.passed and check.charged_elsewhere]
@@ -243,12 +244,15 @@ def settle_charges(results: dict, seed_key: Sequence[object], context: dict, yar
 
 
 def _settle(results, candidates, seed_key, context, yardstick):
-    charged = code_losses(results)
+    charged = {(result.part, code) for result in results.values() for check in result.checks if not check.passed
+               for code in check.codes}
+    losses = {(result.part, check.name): check.max_points - check.points
+              for result in results.values() for check in result.checks}
     decisions = []
     for _part, check in candidates:
         short, paid = [], []
         for group in check.charged_groups or [[code] for code in check.charged_elsewhere]:
-            unpaid = [_unpaid(code, charged, seed_key, context, yardstick) for code in group]
+            unpaid = [_unpaid(code, charged, losses, seed_key, context, yardstick) for code in group]
             if all(unpaid):  # a difference that any one of its codes, charged where it lives, would pay for
                 short.extend((code, home) for code, (home,) in zip(group, unpaid))
             paid.extend(code for code, why in zip(group, unpaid) if not why)
@@ -261,26 +265,15 @@ def _settle(results, candidates, seed_key, context, yardstick):
             check.charged_groups = [[code] for code in check.charged_elsewhere]
 
 
-def code_losses(results: dict) -> dict:
-    """{(part, code): points lost by the part's failing checks that name the code}, for every code a failing
-    check names.  What a part charged for one mistake, not for another one beside it."""
-    losses = {}
-    for result in results.values():
-        for check in result.checks:
-            for code in dict.fromkeys(check.codes) if not check.passed else ():
-                key = (result.part, code)
-                losses[key] = losses.get(key, 0.0) + check.max_points - check.points
-    return losses
-
-
-def _unpaid(code, charged, seed_key, context, yardstick) -> tuple:
-    """() when the code's home part charged it in full; else (home,) when that part's checks that name it
-    took less than they take from an honest holder, (None,) when none of them names it."""
+def _unpaid(code, charged, losses, seed_key, context, yardstick) -> tuple:
+    """() when the code's home part charged it in full; else (home,) when a check there that an honest holder
+    fails took less here, (None,) when no failing check of that part names the code."""
     home = HOMES.get(code)
     if home is None or (home, code) not in charged:
         return (None,)
-    if yardstick and code in YARDSTICKS \
-            and charged[(home, code)] + 1e-9 < honest_loss(code, home, tuple(seed_key), _frozen(context)):
+    if yardstick and code in YARDSTICKS and any(
+            losses.get((home, name), 0.0) + 1e-9 < lost
+            for name, lost in honest_failures(code, home, tuple(seed_key), _frozen(context))):
         return (home,)
     return ()
 
@@ -306,9 +299,9 @@ def _frozen(context: dict) -> tuple:
 
 
 @functools.lru_cache(maxsize=256)
-def honest_loss(code: str, part: str, seed_key: tuple, context: tuple) -> float:
-    """Points the checks of `part` that name `code` take, on this seed, from a student whose only mistake is
-    `code` (``honest``)."""
+def honest_failures(code: str, part: str, seed_key: tuple, context: tuple) -> tuple:
+    """((check name, points lost), ...) for each check of `part` that a student whose only mistake is `code`
+    (``honest``) fails on this seed."""
     from .local_student import LocalStudent, reference_namespace
 
     namespace = reference_namespace()
@@ -316,4 +309,5 @@ def honest_loss(code: str, part: str, seed_key: tuple, context: tuple) -> float:
     exec(compile(source, f"honest:{code}", "exec"), namespace)  # noqa: S102 - our own model of the mistake
     results = run_checks(LocalStudent(namespace), [part], seed_key=seed_key, context=dict(context), settle=False)
     settle_charges(results, seed_key, dict(context), yardstick=False)  # the honest holder is its own yardstick
-    return code_losses(results).get((part, code), 0.0)
+    return tuple((check.name, check.max_points - check.points) for check in results[part].checks
+                 if check.max_points - check.points > 0)

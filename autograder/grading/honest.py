@@ -5,7 +5,7 @@ explains (``composition``, or a known mistake's output in the device part).
 The refund is sound only if the home part charged that misconception at least
 as much as it charges a student who really holds it: these answer cells,
 graded by the same checks on the same seed, are that yardstick
-(``hidden_checks.honest_loss``).  The demo class's one-bug samples are these
+(``hidden_checks.honest_failures``).  The demo class's one-bug samples are these
 cells too, so what the catalogue shows is what the yardstick measures.
 """
 

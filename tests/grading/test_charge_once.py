@@ -3,7 +3,7 @@ import pytest
 
 from autograder.demo.submissions import BUGS
 from autograder.grading import honest, root_causes
-from autograder.grading.hidden_checks import CheckResult, PartResult, honest_loss, run_checks, settle_charges
+from autograder.grading.hidden_checks import CheckResult, PartResult, honest_failures, run_checks, settle_charges
 from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.grading.misconceptions import CATALOGUE, COMPOSITE_HOME
 from catalogue.charge_once import parts
@@ -77,11 +77,12 @@ def test_a_mistake_that_shows_on_one_input_is_charged_there_and_never_above_stri
 
 
 @pytest.mark.parametrize("name", NARROWER)
-def test_a_narrower_form_of_an_honest_mistake_never_scores_below_strict(name):
+def test_a_narrower_form_of_an_honest_mistake_scores_what_strict_grading_gives(name):
     """Found by a fifth red-team pass: withdrawn refunds, and device checks that graded a mistaken CPU output
     as a credit to withdraw, took 3 to 7 points more than strict grading."""
     sample = next(s for s in CHARGING if s.name == name)
-    assert _total(sample.replace, name) >= _total(sample.replace, name, charge_once=False)
+    # no refund without the honest holder's every failing check, so no more than strict grading either
+    assert _total(sample.replace, name) == _total(sample.replace, name, charge_once=False)
 
 
 @pytest.mark.parametrize("name", DTYPE_BUGS)
@@ -102,55 +103,56 @@ def test_every_code_another_part_may_pass_on_has_an_honest_yardstick():
     for code, home in COMPOSITE_HOME.items():
         grade_id, _ = honest.SOURCES[code]
         assert grade_id in reference_namespace(), (code, grade_id)  # the cell replaces a graded function
-        assert honest_loss(code, home, ("sdpa", "yardstick"), ()) > 0, code  # its home really charges it
+        assert honest_failures(code, home, ("sdpa", "yardstick"), ()), code  # its home really charges it
 
 
 def _result(part, *checks):
     return PartResult(part, list(checks))
 
 
-def _check(part, points, max_points, codes=(), elsewhere=()):
-    return CheckResult(name=f"t{points}", title="", part=part, max_points=max_points, points=points,
+def _check(part, points, max_points, codes=(), elsewhere=(), name=None):
+    return CheckResult(name=name or f"t{points}", title="", part=part, max_points=max_points, points=points,
                        passed=points == max_points, codes=list(codes), charged_elsewhere=list(elsewhere),
                        failure={"message": "原来的失败", "codes": ["x"], "example": {}} if elsewhere else {})
 
 
-def test_a_credit_is_withdrawn_when_the_home_part_lost_less_than_an_honest_holder():
-    key = ("sdpa", "settle")
-    needed = honest_loss("mask-inverted", "apply_mask", key, ())
-    cheap = _check("apply_mask", 9.0, 10.0, codes=["mask-inverted"])  # the home part lost 1 point only
+KEY = ("sdpa", "settle")
+HONEST_FAILS = honest_failures("mask-inverted", "apply_mask", KEY, ())  # ((check name, points lost), ...)
+
+
+def _apply_mask_part(passing=(), extra=()):
+    """apply_mask failing what the honest mask-inverted fails, except the checks named in `passing`."""
+    checks = [_check("apply_mask", lost if name in passing else 0.0, lost, name=name,
+                     codes=() if name in passing else ["mask-inverted"]) for name, lost in HONEST_FAILS]
+    return _result("apply_mask", *checks, *extra)
+
+
+def _settled(home):
     credited = _check("scaled_dot_product_attention", 3.0, 3.0, elsewhere=["mask-inverted"])
-    results = {"apply_mask": _result("apply_mask", cheap),
-               "scaled_dot_product_attention": _result("scaled_dot_product_attention", credited)}
-    assert needed > 1
-    settle_charges(results, key, {})
+    settle_charges({"apply_mask": home,
+                    "scaled_dot_product_attention": _result("scaled_dot_product_attention", credited)}, KEY, {})
+    return credited
+
+
+def test_a_credit_stands_when_the_home_part_fails_every_check_an_honest_holder_fails():
+    assert len(HONEST_FAILS) > 1
+    credited = _settled(_apply_mask_part())
+    assert (credited.passed, credited.points) == (True, 3.0)
+
+
+def test_a_credit_is_withdrawn_when_the_home_part_passes_a_check_an_honest_holder_fails():
+    credited = _settled(_apply_mask_part(passing={HONEST_FAILS[0][0]}))
     assert (credited.passed, credited.points) == (False, 0.0)
     assert "原来的失败" in credited.message and "mask-inverted" in credited.codes
 
 
-def test_a_credit_stands_when_the_home_part_charged_what_an_honest_holder_loses():
-    key = ("sdpa", "settle")
-    needed = honest_loss("mask-inverted", "apply_mask", key, ())
-    full = _check("apply_mask", 10.0 - needed, 10.0, codes=["mask-inverted"])
-    credited = _check("scaled_dot_product_attention", 3.0, 3.0, elsewhere=["mask-inverted"])
-    results = {"apply_mask": _result("apply_mask", full),
-               "scaled_dot_product_attention": _result("scaled_dot_product_attention", credited)}
-    settle_charges(results, key, {})
-    assert (credited.passed, credited.points) == (True, 3.0)
-
-
-def test_another_mistake_of_the_home_part_does_not_make_up_what_the_code_was_charged():
-    """Found by a seventh red-team pass: a narrow inverted mask, topped up by wrong answers on checks the
-    composite never calls apply_mask on, reached the honest holder's loss in the part as a whole."""
-    key = ("sdpa", "settle")
-    needed = honest_loss("mask-inverted", "apply_mask", key, ())
-    narrow = _check("apply_mask", 9.0, 10.0, codes=["mask-inverted"])  # 1 point for the code
-    other = _check("apply_mask", 0.0, needed)  # the rest of the honest loss, from another mistake
-    credited = _check("scaled_dot_product_attention", 3.0, 3.0, elsewhere=["mask-inverted"])
-    results = {"apply_mask": _result("apply_mask", narrow, other),
-               "scaled_dot_product_attention": _result("scaled_dot_product_attention", credited)}
-    assert needed > 1
-    settle_charges(results, key, {})
+def test_another_mistake_of_the_home_part_does_not_make_up_for_a_check_it_passes():
+    """Found by the seventh and eighth red-team passes: a narrow inverted mask, topped up by wrong answers on
+    checks the composite never calls apply_mask on, reached the honest holder's loss (in the part, or on the
+    checks that name the code); the honest holder also fails checks that name no code."""
+    first, lost = HONEST_FAILS[0]
+    other = _check("apply_mask", 0.0, lost + 5.0, codes=["mask-inverted"], name="another")
+    credited = _settled(_apply_mask_part(passing={first}, extra=[other]))
     assert (credited.passed, credited.points) == (False, 0.0)
 
 
