@@ -474,6 +474,9 @@ HONEST = {
     "attack-charge-bfloat16-unstable": "softmax-unstable",
     "attack-charge-nan-below-4d": "fully-masked-nan",
 }
+# Submissions whose answers depend on how fast the grader calls them (a 50 ms window after scale_scores):
+# two gradings of them can differ, whatever the grader does; their bound is checked in-process.
+MACHINE_DEPENDENT = ("attack-charge-timing",)
 # Attacks with two or three mistakes: each answer cell alone is one of them.
 TWO_MISTAKES = ("attack-charge-lone-output-behind-dtype", "attack-charge-raising-behind-dtype",
                 "attack-charge-wrong-values-behind-transpose", "attack-charge-overflow-text",
