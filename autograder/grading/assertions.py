@@ -207,7 +207,7 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
         raise CheckFailed(_("{what}：应返回 torch.Tensor，实际返回 {value}。").format(
             what=what, value=f"{value!r:.80}"))
     if value.subclass or value.layout != STRIDED:
-        raise CheckFailed(_("{what}：{reason}。请返回普通的稠密张量。").format(what=what, reason=value.missing_data()))
+        raise CheckFailed(_("{what}：{reason}。请返回普通的稠密张量。").format(what=what, reason=value.missing_data(_)))
     example = {_("输入"): _describe_args(args, kwargs), _("期望形状"): list(expected.shape),
                _("你的形状"): list(value.shape)}
     tol = tol or cases.default_tolerance(function, args, kwargs, select) or tolerances.floor_for(torch.float64)
@@ -235,7 +235,8 @@ def expect_tensor(result: CallResult, expected: torch.Tensor, *, function: str, 
     if value.tensor is None:
         if device == "meta" and value.device == "meta":
             return value  # the check asked for a meta run: shape, dtype and device are all there is
-        raise CheckFailed(_("{what}：{reason}，无法评分。").format(what=what, reason=value.missing_data()), [], example)
+        reason = value.missing_data(_)
+        raise CheckFailed(_("{what}：{reason}，无法评分。").format(what=what, reason=reason), [], example)
     actual = value.tensor
     if tolerances.close(actual, expected, tol):
         return value
@@ -281,7 +282,7 @@ def expect_real_work(result: CallResult, expected: torch.Tensor, *, function: st
         raise CheckFailed(_("{what}：应返回 torch.Tensor，实际返回 {value}。").format(
             what=what, value=f"{value!r:.80}"))
     if value.missing_data():
-        raise CheckFailed(_("{what}：{reason}，无法评分。").format(what=what, reason=value.missing_data()))
+        raise CheckFailed(_("{what}：{reason}，无法评分。").format(what=what, reason=value.missing_data(_)))
     actual = value.tensor
     if (actual.dtype == torch.bool) != (expected.dtype == torch.bool) or (
             expected.is_floating_point() and not actual.is_floating_point()):

@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Optional, Union
 
 from ..i18n import _
 from . import launcher, procs
+from .guest import messages as guest_messages
 from .guest import wire
 from .runners import HandedRunner, Runner, read_replies, reply_queue, runner_command, runner_dirs, stop_runner
 
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
 # protocol pipe): dropped, but a runner that keeps sending them is killed.
 MAX_UNSOLICITED_FRAMES = 32
 WATCH_SECONDS = 0.2  # how often a wait looks at whether the runner has stopped itself
+
+
+def guest_translations() -> dict[str, str]:
+    """The guest's own messages (`guest.messages`) in the current language, for the runner to use."""
+    return {message: text for message in guest_messages.IDS if (text := _(message)) != message}
 
 
 class RunnerGone(Exception):
@@ -53,6 +59,7 @@ class RunnerConnection:
         self.pid = pid  # the runner's host pid, to see whether it stopped itself (None: not watched)
         self.answered = False  # whether this runner has answered a request (its set-up is over)
         self.unsolicited = unsolicited  # frames that answered no request
+        self.told_language = False  # whether the runner has its messages' translations (`guest_translations`)
 
     @classmethod
     def handed(cls, handed: HandedRunner, unsolicited: int = 0) -> RunnerConnection:
@@ -96,6 +103,8 @@ class RunnerConnection:
                 if watch is not None:
                     watch.tick()
                 continue
+            if isinstance(reply, wire.WireError):
+                raise RunnerGone(_("回复不合格或超过评分进程的大小上限：{detail}").format(detail=reply))
             if isinstance(reply, Exception):
                 raise RunnerGone(str(reply))
             header = reply[0] if isinstance(reply, tuple) else None
@@ -103,7 +112,8 @@ class RunnerConnection:
                 return reply
             self.unsolicited += 1
             if self.unsolicited > MAX_UNSOLICITED_FRAMES:
-                raise RunnerGone(f"the runner sent more than {MAX_UNSOLICITED_FRAMES} frames nobody asked for")
+                raise RunnerGone(_("运行环境发来了超过 {count} 个评分进程没有请求的消息").format(
+                    count=MAX_UNSOLICITED_FRAMES))
 
     def check_not_stopped(self) -> None:
         """A runner that stopped itself (SIGSTOP) uses no CPU and never answers: end it now.  One that
@@ -140,7 +150,13 @@ class RunnerConnection:
     def request(self, msg: dict, blobs: list, request_id: str, deadline: float,
                 watch: Optional[LoadWatch] = None):
         """Send `msg` (with `blobs`) as request `request_id` and return its reply, both by `deadline`."""
-        self.write(wire.frame(dict(msg, id=request_id), blobs), deadline)
+        msg = dict(msg, id=request_id)
+        if not self.told_language:
+            translations = guest_translations()
+            if translations:
+                msg["messages"] = translations
+            self.told_language = True
+        self.write(wire.frame(msg, blobs), deadline)
         reply = self.wait(deadline, request_id, watch)
         self.answered = True
         return reply

@@ -99,9 +99,7 @@ def read_replies(stream: IO[bytes], replies: queue.Queue) -> None:
     try:
         while True:
             replies.put(wire.receive(stream, wire.MAX_REPLY_HEADER_BYTES, wire.MAX_REPLY_BLOB_BYTES))
-    except wire.WireError as exc:
-        replies.put(wire.WireError(f"回复不合格或超过评分进程的大小上限：{exc}"))
-    except (EOFError, OSError, ValueError) as exc:
+    except (wire.WireError, EOFError, OSError, ValueError) as exc:  # worded where it is read (`wait`)
         replies.put(exc)
 
 

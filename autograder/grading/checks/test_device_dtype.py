@@ -201,7 +201,7 @@ def test_half_precision_keeps_dtype(student, rng, grading):
             require_ok(result, label)
             value = _tensor_of(result)
             if not isinstance(value, TensorSpec) or value.missing_data():
-                reason = value.missing_data() if isinstance(value, TensorSpec) else _("返回了 {value!r:.60}").format(value=value)
+                reason = value.missing_data(_) if isinstance(value, TensorSpec) else _("返回了 {value!r:.60}").format(value=value)
                 raise CheckFailed(_("{function}（{dtype}）：{reason}。").format(function=fn, dtype=name, reason=reason))
             if value.dtype != name:
                 raise CheckFailed(_("{function}：输入为 {dtype}，输出却是 {got}。").format(function=fn, dtype=name, got=value.dtype),

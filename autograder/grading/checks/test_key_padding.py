@@ -30,7 +30,7 @@ def test_works_with_sdpa(student, rng):
     kpm = _kpm(rng, B=2, S=5)
     what = _("用于注意力的掩码")
     value = require_ok(student.call(FN, kpm), what)
-    missing = value.missing_data() if isinstance(value, TensorSpec) else _("没有返回张量")
+    missing = value.missing_data(_) if isinstance(value, TensorSpec) else _("没有返回张量")
     if missing:
         raise CheckFailed(_("{what}：{missing}。").format(what=what, missing=missing))
     q, k, v = cases.qkv(rng, batch=(2, 3), L=4, S=5, d_k=4, d_v=2)

@@ -14,6 +14,7 @@ WIRE = GUEST_DIR / "wire.py"
 PROCFS = GUEST_DIR / "procfs.py"
 FORBIDDEN = GUEST_DIR / "forbidden.py"
 TRIPWIRES = GUEST_DIR / "tripwires.py"
+MESSAGES = GUEST_DIR / "messages.py"
 ZYGOTE_PARTS = tuple(GUEST_DIR / name for name in ("warmup.py", "reset.py", "selfcheck.py", "uids.py"))
 # Mounted read-only; nothing else of this package is.
-FILES = (RUNNER, ZYGOTE, WIRE, PROCFS, FORBIDDEN, TRIPWIRES, *ZYGOTE_PARTS)
+FILES = (RUNNER, ZYGOTE, WIRE, PROCFS, FORBIDDEN, TRIPWIRES, MESSAGES, *ZYGOTE_PARTS)

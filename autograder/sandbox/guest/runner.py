@@ -19,6 +19,7 @@ from typing import BinaryIO, Iterable, NoReturn, Optional
 
 # `python -I` leaves this directory off sys.path; the guest files import each other by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import messages  # noqa: E402
 import wire  # noqa: E402
 
 GUEST_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -80,7 +81,7 @@ class Runner:
                                     "evalue": wire.short(evalue), "traceback": stb[-40:]})
 
             def ask_exit(self) -> None:
-                runner._stream("stderr", "exit() 在评分时被忽略。\n")
+                runner._stream("stderr", messages._(messages.EXIT_IGNORED) + "\n")
 
         from traitlets.config import Config
 
@@ -108,7 +109,7 @@ class Runner:
         size = sum(len(str(v)) for v in data.values())
         used = sum(len(str(o.get("data", ""))) for o in self.outputs)
         if used + size > MAX_DISPLAY_BYTES_PER_CELL:
-            self._stream("stderr", "[输出过大，已截断]\n")
+            self._stream("stderr", messages._(messages.DISPLAY_TRUNCATED) + "\n")
             return
         out = {"output_type": kind, "data": {k: v for k, v in data.items() if isinstance(v, str)},
                "metadata": metadata if isinstance(metadata, dict) else {}}
@@ -124,7 +125,7 @@ class Runner:
             return
         text = text[: MAX_STREAM_CHARS_PER_CELL - used]
         if used + len(text) >= MAX_STREAM_CHARS_PER_CELL:
-            text += "\n[输出过长，已截断]\n"
+            text += "\n" + messages._(messages.STREAM_TRUNCATED) + "\n"
         last = self.outputs[-1] if self.outputs else None
         if last and last["output_type"] == "stream" and last["name"] == name:
             last["text"] += text
@@ -290,6 +291,8 @@ class Runner:
             except EOFError:
                 return
             op = msg.get("op")
+            if "messages" in msg:  # the notebook's language: sent with a runner's first request
+                messages.use(msg["messages"])
             if op == "bye":
                 return
             handler = handlers.get(op)

@@ -28,6 +28,7 @@ import warnings
 from typing import Callable
 
 from forbidden import KERNEL_KEYS, PY_NAMESPACES, blocked, forbidden_ops
+from messages import FORBIDDEN_FUNCTION, FORBIDDEN_KERNEL, _
 
 
 class ForbiddenAPIError(RuntimeError):
@@ -49,7 +50,7 @@ def wrap_python(runner) -> None:
                     with runner.permitted():
                         return original(*args, **kwargs)
                 runner.forbidden_used.append(name)
-                raise ForbiddenAPIError(f"评分时禁止使用 {name}：请自己实现这一步。")
+                raise ForbiddenAPIError(_(FORBIDDEN_FUNCTION).format(name=name))
             return original(*args, **kwargs)
         return guarded
 
@@ -115,7 +116,7 @@ def install_aten(runner) -> dict:
     def aten_tripwire(op_name: str) -> Callable:
         def kernel(*args, **kwargs):
             runner.forbidden_used.append(op_name)
-            raise ForbiddenAPIError(f"评分时禁止使用内置 softmax/注意力（{op_name}）。")
+            raise ForbiddenAPIError(_(FORBIDDEN_KERNEL).format(name=op_name))
         return kernel
 
     libraries = {}

@@ -1,8 +1,7 @@
 """Message framing and value encoding between the grader and the sandboxed runner.
 
-Both sides import this module: the runner (inside the sandbox, where it is the
-only file of this package that is mounted) to send results, and the trusted
-grader to read them.  Decoding never unpickles and never executes anything:
+Both sides import this module: the runner (inside the sandbox) to send
+results, and the trusted grader to read them.  Decoding never unpickles and never executes anything:
 tensors arrive as raw bytes plus a whitelisted dtype and a shape, so whatever
 the student's process writes can at worst be wrong data, never code.
 """
@@ -12,7 +11,12 @@ import json
 import math
 import numbers
 import struct
-from typing import IO, TYPE_CHECKING, Any, Optional, Sequence
+from typing import IO, TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+try:
+    from . import messages  # the host imports the guest's files as a package
+except ImportError:
+    import messages  # the guest runs them as plain files, side by side
 
 if TYPE_CHECKING:
     import torch
@@ -218,14 +222,16 @@ class TensorSpec:
         self.dtype, self.shape, self.device, self.layout, self.tensor = dtype, shape, device, layout, tensor
         self.subclass = subclass
 
-    def missing_data(self) -> str:
-        """Why this spec carries no usable values ('' if it does): a layout, a subclass, no bytes."""
+    def missing_data(self, translate: Callable[[str], str] = str) -> str:
+        """Why this spec carries no usable values ('' if it does): a layout, a subclass, no bytes.
+
+        `translate` puts the message in the notebook's language (the host's gettext)."""
         if self.subclass:
-            return f"返回的是张量子类 {self.subclass}，不是普通的 torch.Tensor"
+            return translate(messages.TENSOR_SUBCLASS).format(subclass=self.subclass)
         if self.layout != STRIDED:
-            return f"返回的是 {self.layout.replace('torch.', '')} 布局的张量，不是普通（稠密）张量"
+            return translate(messages.TENSOR_LAYOUT).format(layout=self.layout.replace("torch.", ""))
         if self.tensor is None:
-            return "评分进程没有收到这个张量的数值"
+            return translate(messages.TENSOR_NO_VALUES)
         return ""
 
     @classmethod
