@@ -29,6 +29,7 @@ from typing import NoReturn, Optional
 
 from .batch.coursedir import ASSIGNMENT, CourseError
 from .batch.dask_cluster import DEFAULT_TIMEOUT
+from .i18n import LOCALES
 
 PROG = "sdpa-course"
 NBGRADER_OPTION = re.compile(r"^--[A-Za-z_]\w*\.[A-Za-z_]\w*=.*$", re.S)
@@ -78,6 +79,8 @@ def _parser():
                             description="Write per-student per-cell CSV files and an HTML report with charts.")
     report.add_argument("assignment", nargs="?", default=ASSIGNMENT, help=f"assignment name (default {ASSIGNMENT})")
     report.add_argument("--out", metavar="DIR", default=None, help="output directory (default reports/ASSIGNMENT)")
+    report.add_argument("--language", choices=sorted(LOCALES), default=None,
+                        help="language of the page and charts (default: the assignment's edition's)")
 
     check = sub.add_parser("check", parents=[course], help="grade one notebook and print its feedback",
                            description="Grade one notebook outside the gradebook (in a throwaway copy of the "
@@ -191,7 +194,7 @@ def _check(args, course, extra, assignment):
 def _report(args, course):
     from . import report
 
-    built = report.build(course, args.assignment, out=args.out)
+    built = report.build(course, args.assignment, out=args.out, language=args.language)
     data = built["data"]
     print(f"{len(data.students)} students; report: {built['html']}")
     print(f"per-student per-cell scores: {built['cells_csv']}")

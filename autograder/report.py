@@ -25,8 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
+from . import i18n
 from .batch.coursedir import ASSIGNMENT, CourseError, load_app, sqlite_path, step_dir
 from .grading import record
+from .i18n import _
+from .notebook import editions
 
 CHARTS = ("score_histogram.png", "pass_rate.png", "misconceptions.png", "slowest.png")
 SLOWEST = 10
@@ -149,7 +152,7 @@ def collect(course: Union[str, os.PathLike], assignment: str = ASSIGNMENT, nbgra
 
 
 def _order(grade_cells, notebook, grade_id):
-    for index, (nb, gid, _, _) in enumerate(grade_cells):
+    for index, (nb, gid, _kind, _max) in enumerate(grade_cells):
         if nb == notebook and gid == grade_id:
             return index
     return len(grade_cells)
@@ -166,9 +169,17 @@ def _grading_report(coursedir, student, assignment, notebook):
 
 
 def build(course: Union[str, os.PathLike], assignment: str = ASSIGNMENT, out: Optional[Union[str, os.PathLike]] = None,
-          nbgrader_args: Sequence[str] = ()) -> dict:
-    """Write the CSV files, charts and HTML; returns {"dir", "html", "cells_csv", "students_csv", "data"}."""
+          nbgrader_args: Sequence[str] = (), language: Optional[str] = None) -> dict:
+    """Write the CSV files, charts and HTML; returns {"dir", "html", "cells_csv", "students_csv", "data"}.
+
+    The page and charts are in `language` ("zh", "en"), by default the assignment's edition's; the CSV
+    files keep their column names in every language (they are read by programs)."""
     data = collect(course, assignment, nbgrader_args)
+    with i18n.using(language or editions.language_of(assignment)):
+        return _write(data, course, assignment, out)
+
+
+def _write(data, course, assignment, out):
     out = os.path.abspath(out or os.path.join(course, "reports", assignment))
     os.makedirs(out, exist_ok=True)
     cells_csv = os.path.join(out, "cells.csv")
@@ -197,6 +208,19 @@ def build(course: Union[str, os.PathLike], assignment: str = ASSIGNMENT, out: Op
 
 # -- charts ------------------------------------------------------------------
 
+# Faces tried glyph by glyph (matplotlib falls back along a list of families): DejaVu (matplotlib's
+# own) first, then the CJK faces a Chinese report needs (fonts-noto-cjk on Debian; macOS, Windows).
+CHART_FONTS = ["DejaVu Sans", "Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei",
+               "WenQuanYi Zen Hei"]
+
+
+def chart_fonts():
+    """The charts' fonts (`CHART_FONTS`), for a `with` block."""
+    import matplotlib
+
+    return matplotlib.rc_context({"font.family": CHART_FONTS})
+
+
 def _figure(height):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -211,7 +235,7 @@ def _save(fig, path):
     fig.savefig(path, format="png")
 
 
-def _hbar(path, labels, values, xlabel, title, fmt, xmax=None, empty="nothing to show", integer=False):
+def _hbar(path, labels, values, xlabel, title, fmt, xmax=None, empty=None, integer=False):
     fig, ax = _figure(max(2.2, 0.32 * len(labels) + 1.2))
     if labels:
         positions = range(len(labels))
@@ -225,7 +249,7 @@ def _hbar(path, labels, values, xlabel, title, fmt, xmax=None, empty="nothing to
         if integer:
             ax.xaxis.get_major_locator().set_params(integer=True)
     else:
-        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, empty or _("没有可显示的内容"), ha="center", va="center", transform=ax.transAxes)
         ax.set_yticks([])
     ax.set_xlabel(xlabel)
     ax.set_title(title)
@@ -234,32 +258,32 @@ def _hbar(path, labels, values, xlabel, title, fmt, xmax=None, empty="nothing to
 
 def _charts(data, out):
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), chart_fonts():
         warnings.simplefilter("ignore")
         fig, ax = _figure(3.6)
         scores = [r.score for r in data.students]
         top = max([r.max_score for r in data.students] + [1.0])
         ax.hist(scores, bins=20, range=(0, top), color="#3b6ea5", edgecolor="white")
         ax.yaxis.get_major_locator().set_params(integer=True)
-        ax.set_xlabel(f"total score (of {top:g}; manual scores count once graded)")
-        ax.set_ylabel("students")
-        ax.set_title(f"{data.assignment}: score distribution ({len(scores)} students)")
+        ax.set_xlabel(_("总分（满分 {top}；人工评分完成后计入）").format(top=f"{top:g}"))
+        ax.set_ylabel(_("学生人数"))
+        ax.set_title(_("{assignment}：成绩分布（{count} 名学生）").format(assignment=data.assignment,
+                                                                     count=len(scores)))
         _save(fig, os.path.join(out, "score_histogram.png"))
 
         rates = data.pass_rates
         labels = [_cell_label(data, gid) for gid in rates]
         _hbar(os.path.join(out, "pass_rate.png"), labels, [100 * v for v in rates.values()],
-              "students with full points (%)", "pass rate per grade cell", lambda v: f"{v:.0f}%", xmax=100)
+              _("得满分的学生（%）"), _("各评分单元格的满分率"), lambda v: f"{v:.0f}%", xmax=100)
 
         counts = data.code_counts
-        _hbar(os.path.join(out, "misconceptions.png"), list(counts), list(counts.values()), "students",
-              "misconception codes named in feedback", lambda v: f"{v:g}", empty="no misconception codes",
-              integer=True)
+        _hbar(os.path.join(out, "misconceptions.png"), list(counts), list(counts.values()), _("学生人数"),
+              _("反馈中指出的误解代码"), lambda v: f"{v:g}", empty=_("没有误解代码"), integer=True)
 
         slow = data.slowest
         _hbar(os.path.join(out, "slowest.png"), [r.student for r in slow], [r.seconds for r in slow],
-              "seconds (sandboxed run + hidden checks)", f"slowest {len(slow)} submissions", lambda v: f"{v:.1f}s",
-              empty="no grading.json files")
+              _("秒（沙箱运行 + 隐藏检查）"), _("评分最慢的 {count} 份提交").format(count=len(slow)),
+              lambda v: f"{v:.1f}s", empty=_("没有 grading.json 文件"))
 
 
 def _cell_label(data, grade_id):
@@ -269,9 +293,25 @@ def _cell_label(data, grade_id):
 
 # -- HTML --------------------------------------------------------------------
 
+HTML_LANG = {"zh": "zh-CN", "en": "en"}  # the page's <html lang>, per edition language
+STYLE = """body{font-family:system-ui,"Noto Sans CJK SC",sans-serif;max-width:980px;margin:24px auto;padding:0 12px;
+color:#222}
+table{border-collapse:collapse;margin:8px 0 24px}
+td,th{border-bottom:1px solid #ddd;padding:3px 10px;text-align:left}
+td.n{text-align:right;font-variant-numeric:tabular-nums}img{max-width:100%;border:1px solid #eee}
+a{color:#1a4f8b}.grid{display:grid;grid-template-columns:1fr 1fr;gap:12px}"""
+
+
 def _code_link(code: str) -> str:
     """A code in the students table, linked to its row in the codes table."""
     return f'<a href="#code-{html.escape(code)}">{html.escape(code)}</a>'
+
+
+def _table(caption: str, headers: Sequence[str], rows: str, columns: int) -> str:
+    """A table with its caption and column headers (`scope` tells screen readers what each cell belongs to)."""
+    head = "".join(f'<th scope="col">{html.escape(h)}</th>' for h in headers)
+    body = rows or f"<tr><td colspan={columns}>{html.escape(_('无'))}</td></tr>"
+    return f"<table><caption class=visually-hidden>{html.escape(caption)}</caption><tr>{head}</tr>{body}</table>"
 
 
 def _html(data):
@@ -282,12 +322,12 @@ def _html(data):
         from .grading.misconceptions import CATALOGUE
     except Exception:  # noqa: BLE001
         CATALOGUE = {}
-    summary = [("students", len(scores)), ("mean", f"{statistics.mean(scores):.1f} / {top:g}"),
-               ("median", f"{statistics.median(scores):g}"),
-               ("full points", sum(1 for r in data.students if r.score >= r.max_score)),
-               ("zero", sum(1 for s in scores if s == 0)),
-               ("need manual grading", sum(1 for r in data.students if r.needs_manual_grade)),
-               ("need review (code that tampers with grading)", sum(1 for r in data.students if r.review))]
+    summary = [(_("学生人数"), len(scores)), (_("平均分"), f"{statistics.mean(scores):.1f} / {top:g}"),
+               (_("中位数"), f"{statistics.median(scores):g}"),
+               (_("满分人数"), sum(1 for r in data.students if r.score >= r.max_score)),
+               (_("零分人数"), sum(1 for s in scores if s == 0)),
+               (_("需要人工评分"), sum(1 for r in data.students if r.needs_manual_grade)),
+               (_("需要人工审阅（代码触及评分过程）"), sum(1 for r in data.students if r.review))]
     rows = "".join(
         f"<tr><td>{esc(r.student)}</td><td class=n>{r.score:g}</td><td class=n>{r.max_score:g}</td>"
         f"<td class=n>{'' if r.seconds is None else f'{r.seconds:.1f}'}</td><td class=n>{r.events}</td>"
@@ -297,38 +337,53 @@ def _html(data):
         f"<tr><td>{esc(r.student)}</td>"
         f"<td class=n>{esc(str(note.get('cell', 0) + 1))}:{esc(str(note.get('line')))}</td>"
         f"<td>{esc(str(note.get('category')))}</td><td><code>{esc(str(note.get('detail')))}</code></td></tr>"
-        for r in data.students for note in r.review) or "<tr><td colspan=4>none</td></tr>"
+        for r in data.students for note in r.review)
     rates = "".join(f"<tr><td>{esc(_cell_label(data, gid))}</td><td class=n>{100 * v:.0f}%</td></tr>"
                     for gid, v in data.pass_rates.items())
+
+    def meaning(code):
+        entry = CATALOGUE.get(code)
+        return (getattr(entry, "home", ""), _(entry.explanation) if entry is not None else "")
     codes = "".join(
         f'<tr id="code-{esc(code)}"><td><code>{esc(code)}</code></td><td class=n>{n}</td>'
-        f"<td>{esc(getattr(CATALOGUE.get(code), 'home', ''))}</td>"
-        f"<td>{esc(getattr(CATALOGUE.get(code), 'explanation', ''))}</td></tr>"
-        for code, n in data.code_counts.items()) or "<tr><td colspan=4>none</td></tr>"
+        f"<td>{esc(meaning(code)[0])}</td><td>{esc(meaning(code)[1])}</td></tr>"
+        for code, n in data.code_counts.items())
     slow = "".join(f"<tr><td>{esc(r.student)}</td><td class=n>{r.seconds:.1f}</td></tr>" for r in data.slowest)
     facts = "".join(f"<li>{esc(k)}: <b>{esc(str(v))}</b></li>" for k, v in summary)
+    title = _("{assignment}：全班报告").format(assignment=data.assignment)
+    links = _("数据：{cells}（每名学生每个评分单元格一行），{students}（每名学生一行）。").format(
+        cells='<a href="cells.csv">cells.csv</a>', students='<a href="students.csv">students.csv</a>')
+    charts = "".join(
+        f'<img src="{name}" alt="{esc(alt)}">' for name, alt in (
+            ("score_histogram.png", _("成绩分布直方图：每个分数段的学生人数（平均分和中位数见上方）")),
+            ("pass_rate.png", _("各评分单元格的满分率条形图（数值见下方的表格）")),
+            ("misconceptions.png", _("反馈中指出的误解代码及学生人数的条形图（数值见下方的表格）")),
+            ("slowest.png", _("评分最慢的提交及其秒数的条形图（数值见下方的表格）"))))
+    student, seconds, code = _("学生"), _("秒"), _("代码")
+    review_title, rates_title, codes_title = _("需要人工审阅"), _("各评分单元格的满分率"), _("误解代码")
+    slow_title, students_title = _("评分最慢的提交"), _("每名学生")
+    review_note = _("这些提交中的代码触及评分进程或运行环境（gc、sys.modules、ctypes、prlimit、其他进程、动态代码）。"
+                    "这本身不扣分，但应当有人读一读。")
+    codes_note = _("每个误解代码只在它所在的部分扣一次分；反馈页面的顶部用同一个代码指出它。")
+    sections = [
+        (review_title, review_note, _table(review_title, [student, _("单元格:行"), _("类别"), code], review, 4)),
+        (rates_title, "", _table(rates_title, [_("评分单元格"), _("满分比例")], rates, 2)),
+        (codes_title, codes_note, _table(codes_title, [code, _("学生人数"), _("扣分部分"), _("含义")], codes, 4)),
+        (slow_title, "", _table(slow_title, [student, seconds], slow, 2)),
+        (students_title, "", _table(students_title, [student, _("得分"), _("满分"), seconds, _("沙箱事件"),
+                                                     _("需审阅"), codes_title], rows, 7))]
+    body = "\n".join(f"<h2>{esc(heading)}</h2>\n" + (f"<p>{esc(note)}</p>\n" if note else "") + table
+                     for heading, note, table in sections)
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{esc(data.assignment)} — class report</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:980px;margin:24px auto;padding:0 12px;color:#222}}
-table{{border-collapse:collapse;margin:8px 0 24px}}
-td,th{{border-bottom:1px solid #ddd;padding:3px 10px;text-align:left}}
-td.n{{text-align:right;font-variant-numeric:tabular-nums}}img{{max-width:100%;border:1px solid #eee}}
-.grid{{display:grid;grid-template-columns:1fr 1fr;gap:12px}}</style></head><body>
-<h1>{esc(data.assignment)}: class report</h1>
+<html lang="{HTML_LANG[i18n.language()]}"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<style>{STYLE}
+.visually-hidden{{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}}</style></head><body>
+<main>
+<h1>{esc(title)}</h1>
 <ul>{facts}</ul>
-<p>Data: <a href="cells.csv">cells.csv</a> (per student and grade cell),
-<a href="students.csv">students.csv</a> (per student).</p>
-<div class="grid"><img src="score_histogram.png" alt="score histogram"><img src="pass_rate.png" alt="pass rate">
-<img src="misconceptions.png" alt="misconception codes"><img src="slowest.png" alt="slowest submissions"></div>
-<h2>Needs review</h2><p>Code in these submissions reaches into the grader or the process (gc, sys.modules,
-ctypes, prlimit, other processes, dynamic code). It costs no points by itself; a person should read it.</p>
-<table><tr><th>student</th><th>cell:line</th><th>category</th><th>code</th></tr>{review}</table>
-<h2>Pass rate per grade cell</h2><table><tr><th>grade cell</th><th>full points</th></tr>{rates}</table>
-<h2>Misconception codes</h2><p>Each code is charged once, in the part where it lives; the feedback page names
-it under the same code at its top.</p>
-<table><tr><th>code</th><th>students</th><th>charged in</th><th>meaning</th></tr>{codes}</table>
-<h2>Slowest submissions</h2><table><tr><th>student</th><th>seconds</th></tr>{slow}</table>
-<h2>Students</h2><table><tr><th>student</th><th>score</th><th>of</th><th>seconds</th><th>sandbox events</th>
-<th>needs review</th><th>codes</th></tr>{rows}</table>
+<p>{links}</p>
+<div class="grid">{charts}</div>
+{body}
+</main>
 </body></html>
 """

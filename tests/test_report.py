@@ -5,14 +5,19 @@ gradebook with nbgrader's API, so the report's arithmetic (totals, codes,
 review counts, pass rates) is checked against inputs we chose, in seconds.
 """
 import csv
+import re
+import shutil
+import subprocess
 import warnings
 
 import pytest
 
+from autograder import i18n
 from autograder import report as reportlib
 from autograder.batch.coursedir import CourseError
 from autograder.demo import course
 from autograder.grading import record
+from autograder.grading.misconceptions import CATALOGUE
 
 COURSE_ID = "unit-course"
 ASSIGNMENT, NOTEBOOK = "hw1", "attention"
@@ -211,3 +216,38 @@ def test_missing_gradebook_is_a_clear_error(tmp_path):
 def test_unknown_assignment_is_a_clear_error(built):
     with pytest.raises(CourseError, match="'hw2' is not in"):
         reportlib.collect(str(built["root"]), "hw2")
+
+
+CJK = re.compile(r"[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]")
+
+
+@pytest.fixture(scope="module")
+def english(built, tmp_path_factory):
+    return reportlib.build(str(built["root"]), ASSIGNMENT, out=tmp_path_factory.mktemp("en"), language="en")
+
+
+def test_the_page_is_in_the_editions_language_unless_asked_for_another(built, english):
+    chinese = open(built["html"], encoding="utf-8").read()
+    assert '<html lang="zh-CN">' in chinese and "hw1：全班报告" in chinese  # hw1 is no edition: the course's
+    assert CATALOGUE["scale-missing"].explanation in chinese
+    page = open(english["html"], encoding="utf-8").read()
+    assert '<html lang="en">' in page and "hw1: class report" in page
+    assert i18n.catalog("en")[CATALOGUE["scale-missing"].explanation] in page
+    assert not CJK.search(page), CJK.findall(page)[:20]
+    assert open(english["students_csv"], encoding="utf-8").read() == open(built["students_csv"],
+                                                                          encoding="utf-8").read()
+
+
+@pytest.mark.skipif(not subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout.strip()
+                    if shutil.which("fc-list") else True, reason="no CJK font installed (fonts-noto-cjk)")
+def test_a_chinese_chart_finds_a_face_for_every_glyph():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    with warnings.catch_warnings(record=True) as caught, reportlib.chart_fonts():
+        warnings.simplefilter("always")
+        fig = Figure()
+        FigureCanvasAgg(fig)
+        fig.add_subplot(111).set_title("各评分单元格的满分率 (%)")
+        fig.canvas.draw()
+    assert not [w for w in caught if "missing from" in str(w.message)], [str(w.message) for w in caught]

@@ -182,7 +182,7 @@ def test_report_files_charts_and_numbers(stock, tmp_path):
     assert "mask-inverted" in totals["bug-mask-inverted"]["codes"].split()
     assert {r["needs_review"] for r in totals.values()} == {"0"}  # none of these samples tampers
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert "<h2>Needs review</h2>" in page
+    assert "<h2>需要人工审阅</h2>" in page and '<html lang="zh-CN">' in page  # the sdpa edition is Chinese
     for chart in ("score_histogram.png", "pass_rate.png", "misconceptions.png", "slowest.png"):
         assert f'src="{chart}"' in page
     # pass rate of a grade cell = students with full points / students
