@@ -6,7 +6,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # CPU machines: pin the CPU build of torch (an unpinned torch pulls a multi-GB CUDA build).
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: install system-deps hub-deps hub hub-root-check hub-stop notebooks release messages demo lint test test-fast docs gpu-check bench clean
+.PHONY: install system-deps hub-deps test-deps hub hub-root-check hub-stop notebooks release messages demo lint test test-fast docs gpu-check bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -27,6 +27,14 @@ hub/node_modules/.installed: hub/package.json hub/package-lock.json
 	else echo "WARNING: no npm: configurable-http-proxy not installed; \`make hub\` and the hub tests need Node.js and npm." >&2; fi
 
 hub-deps: install hub/node_modules/.installed
+
+# axe-core (the accessibility engine of the browser tests) from npm, pinned in tests/support/axe/package-lock.json.
+AXE_DIR := tests/support/axe
+$(AXE_DIR)/node_modules/.installed: $(AXE_DIR)/package.json $(AXE_DIR)/package-lock.json
+	@if command -v npm >/dev/null; then cd $(AXE_DIR) && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
+	else echo "WARNING: no npm: axe-core not installed; the accessibility checks of the browser tests are skipped." >&2; fi
+
+test-deps: $(AXE_DIR)/node_modules/.installed
 
 # The course as deployed: JupyterHub, nbgrader exchange, one Unix user per person (needs root).
 hub: hub-root-check hub-deps system-deps
@@ -68,7 +76,7 @@ lint: install
 docs: install
 	$(PY) -m mkdocs build --strict --site-dir .artifacts/site
 
-test: install system-deps hub-deps lint docs
+test: install system-deps hub-deps test-deps lint docs
 	$(PY) -m pytest -q --durations=12
 
 test-fast: install lint

@@ -29,6 +29,8 @@ import pytest
 import catalogue
 from autograder.demo import course
 from autograder.sandbox.guest import procfs
+from solutions import solution_notebook
+from tests.support import a11y
 from tests.support import browser as lab_ui
 
 try:
@@ -45,6 +47,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 STUDENT_NOTEBOOK = f"student/{course.ASSIGNMENT}/{course.ASSIGNMENT}.ipynb"
 BUGGY, CORRECT = "bug-mask-inverted", "correct-reference"
+ENGLISH = "sdpa_en"  # the English edition: the buggy student is graded in it too
+CJK = re.compile(r"[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]")
 # Generous limits for a loaded 2-core machine; a normal run is much faster.
 SERVER_START_S = 90
 RUN_ALL_S = 240
@@ -56,6 +60,7 @@ pytestmark = [
 ]
 
 TIMINGS = {}
+AUDITS = {}  # page -> axe-core's serious and critical violations, written to axe.json
 
 
 def _timed(name):
@@ -166,6 +171,17 @@ def _write_timings():
     if TIMINGS:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         (ARTIFACTS / "timings.json").write_text(json.dumps(TIMINGS, indent=2, ensure_ascii=False) + "\n")
+    if AUDITS:
+        a11y.write(AUDITS, ARTIFACTS / "axe.json")
+
+
+def _audit(page, name, include=None):
+    """axe-core on the page: no serious or critical violation (what it found is kept in axe.json)."""
+    if not a11y.available():
+        pytest.skip(f"axe-core is not installed at {a11y.AXE} (run `make test-deps`)")
+    found = a11y.audit(page, include)
+    AUDITS[name] = found
+    assert not found, f"{name}: axe-core finds serious or critical violations:\n{a11y.summary(found)}"
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +204,19 @@ def graded(course_dir):
         course.nbgrader(course_dir, "autograde", course.ASSIGNMENT)
         course.nbgrader(course_dir, "generate_feedback", course.ASSIGNMENT)
     return course_dir
+
+
+@pytest.fixture(scope="module")
+def graded_english(graded):
+    """The buggy submission graded in the English edition too (after the formgrader test, which lists sdpa)."""
+    with _timed("grade the buggy submission in the English edition"):
+        course.nbgrader(graded, "generate_assignment", ENGLISH, "--force")
+        english = catalogue.build({s.name: s for s in catalogue.CATALOGUE}[BUGGY],
+                                  course.release_notebook(graded, ENGLISH), solution_notebook(ENGLISH))
+        course.submit(graded, BUGGY, english, ENGLISH)
+        course.nbgrader(graded, "autograde", ENGLISH)
+        course.nbgrader(graded, "generate_feedback", ENGLISH)
+    return graded
 
 
 # ------------------------------------------------------------------- notebook
@@ -398,7 +427,7 @@ def test_feedback_page_opens_with_the_score_and_the_root_cause(graded, browser):
         page.goto(course.feedback_html(graded, BUGGY).as_uri())
         heading = page.locator("h1").first
         causes = page.locator(".sdpa-causes")
-        expect(heading).to_contain_text("Score:")
+        expect(heading).to_contain_text("（得分：")
         expect(causes).to_have_count(1)
         expect(causes.locator("li")).to_have_count(1)
         expect(causes).to_contain_text("[mask-inverted]")
@@ -452,3 +481,39 @@ def test_formgrader_shows_written_answer_for_manual_grading(graded, lab, browser
         assert saved["manual_score"] == 2, f"the manual grade was not saved: {saved}"
     finally:
         page.close()
+
+
+def test_feedback_pages_pass_axe_in_both_editions(graded_english, browser):
+    """The one-bug feedback page in Chinese and in English: <html lang> of its edition, no serious or critical
+    axe-core violation; the English page says nothing in Chinese."""
+    for assignment, lang in ((course.ASSIGNMENT, "zh-CN"), (ENGLISH, "en")):
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        try:
+            page.goto(course.feedback_html(graded_english, BUGGY, assignment).as_uri())
+            assert page.evaluate("document.documentElement.lang") == lang
+            _audit(page, f"feedback page ({assignment})")
+            if assignment == ENGLISH:
+                expect(page.locator("h1").first).to_contain_text("(Score: ")
+                expect(page.locator(".sdpa-causes")).to_contain_text("Fix these first")
+                text = page.locator("body").inner_text()
+                assert not CJK.search(text), CJK.findall(text)[:20]
+                _shot(page, "10-feedback-english-top")
+        finally:
+            page.close()
+
+
+def test_class_reports_pass_axe_in_both_languages(graded_english, browser):
+    from autograder import report
+
+    for assignment, lang in ((course.ASSIGNMENT, "zh-CN"), (ENGLISH, "en")):
+        built = report.build(str(graded_english), assignment)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            page.goto(Path(built["html"]).as_uri())
+            assert page.evaluate("document.documentElement.lang") == lang
+            for image in page.locator("img").all():
+                assert image.evaluate("img => img.complete && img.naturalWidth > 200"), image.get_attribute("src")
+            _audit(page, f"class report ({assignment})")
+            _shot(page, f"11-report-{assignment}", full_page=True)
+        finally:
+            page.close()

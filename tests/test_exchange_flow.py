@@ -25,6 +25,7 @@ import pytest
 import catalogue as samples
 from hub import control
 from hub.control import ASSIGNMENT, COURSE_ID, INSTRUCTOR
+from tests.support import feedback_page
 
 STUDENT_A, STUDENT_B = control.STUDENTS[:2]
 SAMPLE_FOR = {STUDENT_A: "correct-reference", STUDENT_B: "bug-mask-inverted"}
@@ -85,9 +86,9 @@ def _probe_as(hub, user, paths):
 
 def _toc_scores(html):
     """[(entry label, kind, score, max)] from the feedback page's summary."""
-    found = re.findall(r'<li><a href="#[^"]+">([^<]*)</a> <span class="sdpa-kind">\(([^)]*)\)</span> '
-                       r'\(Score: ([\d.]+) / ([\d.]+)\)</li>', html)
-    return [(label, kind, float(score), float(top)) for label, kind, score, top in found]
+    entry = feedback_page.ENTRY.replace(" ", "</span> ", 1)
+    found = re.findall(r'<li><a href="#[^"]+">([^<]*)</a> <span class="sdpa-kind">' + entry + "</li>", html)
+    return [(label, feedback_page.kind(kind), float(score), float(top)) for label, kind, score, top in found]
 
 
 def test_semester_through_the_exchange_as_separate_users(hub):

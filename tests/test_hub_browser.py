@@ -33,6 +33,7 @@ import catalogue as samples
 from hub import control
 from hub.control import ASSIGNMENT, INSTRUCTOR
 from tests.support import browser as lab_ui
+from tests.support import feedback_page
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -456,9 +457,9 @@ def _fetch_feedback(hub, page, user, prefix):
 def _toc_scores(page):
     """[(label, kind, score, max)] of the feedback page's summary, as the page shows it."""
     rows = page.locator("#toc li").all_inner_texts()
-    found = [re.fullmatch(r"(.+?) \(([^)]*)\) \(Score: ([\d.]+) / ([\d.]+)\)", r.strip()) for r in rows]
+    found = [re.fullmatch(r"(.+?) " + feedback_page.ENTRY, r.strip()) for r in rows]
     assert all(found), f"unexpected summary entries: {rows}"
-    return [(m.group(1), m.group(2), float(m.group(3)), float(m.group(4))) for m in found]
+    return [(m.group(1), feedback_page.kind(m.group(2)), float(m.group(3)), float(m.group(4))) for m in found]
 
 
 def _offline_feedback(browser, html):

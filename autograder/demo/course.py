@@ -88,8 +88,8 @@ def grades(course: Union[str, os.PathLike],
     return out
 
 
-def feedback_html(course: Union[str, os.PathLike], student: str) -> Path:
-    return Path(course) / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
+def feedback_html(course: Union[str, os.PathLike], student: str, assignment: str = ASSIGNMENT) -> Path:
+    return Path(course) / "feedback" / student / assignment / f"{assignment}.html"
 
 
 def grading_report(course: Union[str, os.PathLike], student: str) -> dict:

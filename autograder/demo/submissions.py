@@ -259,9 +259,10 @@ def verdict(sample: Sample, cells: dict[str, tuple[Optional[float], float]],
     return True, ""
 
 
-def solved_release(release_nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The released notebook with every answer cell filled from the reference."""
-    solution = nbformat.read(str(SOLUTION_NOTEBOOK), as_version=4)
+def solved_release(release_nb: nbformat.NotebookNode, solution: Path = SOLUTION_NOTEBOOK) -> nbformat.NotebookNode:
+    """The released notebook with every answer cell filled from the reference (`solution`: the edition's
+    solution notebook; by default the course's, so that every edition is sent the same answer code)."""
+    solution = nbformat.read(str(solution), as_version=4)
     answers = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in solution.cells}
     nb = copy.deepcopy(release_nb)
     for cell in nb.cells:
@@ -271,13 +272,14 @@ def solved_release(release_nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def build(sample: Sample, release_nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The submitted notebook of `sample` (a NotebookNode)."""
+def build(sample: Sample, release_nb: nbformat.NotebookNode, solution: Path = SOLUTION_NOTEBOOK
+          ) -> nbformat.NotebookNode:
+    """The submitted notebook of `sample` (a NotebookNode); `solution` as for `solved_release`."""
     if sample.kind == "empty":
         return copy.deepcopy(release_nb)
     if sample.name == "solution-notebook":
-        return nbformat.read(str(SOLUTION_NOTEBOOK), as_version=4)
-    nb = solved_release(release_nb)
+        return nbformat.read(str(solution), as_version=4)
+    nb = solved_release(release_nb, solution)
     for cell in nb.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if grade_id in sample.replace:

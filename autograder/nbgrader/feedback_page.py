@@ -21,12 +21,24 @@ from nbconvert.exporters import HTMLExporter
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from traitlets import default
 
+from .. import i18n
+from ..i18n import N_, _
+from ..notebook import editions
+
 try:  # jinja2 >= 3
     from jinja2 import pass_context
 except ImportError:  # pragma: no cover
     from jinja2 import contextfilter as pass_context
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+HTML_LANG = {"zh": "zh-CN", "en": "en"}  # the page's <html lang>, per edition language
+# The words nbgrader's feedback template writes, in the template's names for them (`resources.sdpa_labels`).
+LABELS = {
+    "points": N_("（得分：{score} / {max}）"), "late_penalty": N_("迟交扣分（得分：-{penalty}）"),
+    "top": N_("（回到顶部）"), "automatic": N_("（自动检查）"), "free_response": N_("（编程自由作答）"),
+    "written": N_("（书面回答）"), "task": N_("（任务）"), "comment": N_("评语"), "comments": N_("评语："),
+    "answer": N_("学生的答案"), "student_task": N_("学生的任务"), "grade_cell": N_("评分单元格："),
+}
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
 
 
@@ -95,4 +107,8 @@ class OfflineFeedbackExporter(HTMLExporter):
     def from_notebook_node(self, nb, resources=None, **kw):
         resources = self._init_resources(resources)
         resources["sdpa_parts"] = part_labels(nb)
+        lang = editions.language_of(resources.get("nbgrader", {}).get("assignment"))
+        with i18n.using(lang):
+            resources["sdpa_labels"] = {key: _(message) for key, message in LABELS.items()}
+        resources["sdpa_lang"] = HTML_LANG[lang]
         return super().from_notebook_node(nb, resources, **kw)
