@@ -48,6 +48,11 @@ def gettext(message: str) -> str:
     return catalog(LOCALES[language()]).get(message) or message
 
 
+def html_lang(lang: str = "") -> str:
+    """The BCP 47 tag of `lang` (default: the current language) for a page's ``<html lang>``: zh -> zh-CN."""
+    return LOCALES[lang or language()].replace("_", "-")
+
+
 def N_(message: str) -> str:  # noqa: N802 - gettext's name for a marker that translates later
     """Mark a message kept as data (the misconception registry) for extraction; `gettext` it where shown."""
     return message

@@ -293,7 +293,6 @@ def _cell_label(data, grade_id):
 
 # -- HTML --------------------------------------------------------------------
 
-HTML_LANG = {"zh": "zh-CN", "en": "en"}  # the page's <html lang>, per edition language
 STYLE = """body{font-family:system-ui,"Noto Sans CJK SC",sans-serif;max-width:980px;margin:24px auto;padding:0 12px;
 color:#222}
 table{border-collapse:collapse;margin:8px 0 24px}
@@ -341,12 +340,11 @@ def _html(data):
     rates = "".join(f"<tr><td>{esc(_cell_label(data, gid))}</td><td class=n>{100 * v:.0f}%</td></tr>"
                     for gid, v in data.pass_rates.items())
 
-    def meaning(code):
-        entry = CATALOGUE.get(code)
-        return (getattr(entry, "home", ""), _(entry.explanation) if entry is not None else "")
+    entries = {code: CATALOGUE.get(code) for code in data.code_counts}
     codes = "".join(
         f'<tr id="code-{esc(code)}"><td><code>{esc(code)}</code></td><td class=n>{n}</td>'
-        f"<td>{esc(meaning(code)[0])}</td><td>{esc(meaning(code)[1])}</td></tr>"
+        f"<td>{esc(getattr(entries[code], 'home', ''))}</td>"
+        f"<td>{esc(_(entries[code].explanation) if entries[code] is not None else '')}</td></tr>"
         for code, n in data.code_counts.items())
     slow = "".join(f"<tr><td>{esc(r.student)}</td><td class=n>{r.seconds:.1f}</td></tr>" for r in data.slowest)
     facts = "".join(f"<li>{esc(k)}: <b>{esc(str(v))}</b></li>" for k, v in summary)
@@ -375,7 +373,7 @@ def _html(data):
     body = "\n".join(f"<h2>{esc(heading)}</h2>\n" + (f"<p>{esc(note)}</p>\n" if note else "") + table
                      for heading, note, table in sections)
     return f"""<!DOCTYPE html>
-<html lang="{HTML_LANG[i18n.language()]}"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<html lang="{i18n.html_lang()}"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>{STYLE}
 .visually-hidden{{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}}</style></head><body>
 <main>

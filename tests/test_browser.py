@@ -32,6 +32,7 @@ from autograder.sandbox.guest import procfs
 from solutions import solution_notebook
 from tests.support import a11y
 from tests.support import browser as lab_ui
+from tests.support.language import CJK
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -48,7 +49,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 STUDENT_NOTEBOOK = f"student/{course.ASSIGNMENT}/{course.ASSIGNMENT}.ipynb"
 BUGGY, CORRECT = "bug-mask-inverted", "correct-reference"
 ENGLISH = "sdpa_en"  # the English edition: the buggy student is graded in it too
-CJK = re.compile(r"[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]")
 # Generous limits for a loaded 2-core machine; a normal run is much faster.
 SERVER_START_S = 90
 RUN_ALL_S = 240

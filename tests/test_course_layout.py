@@ -14,11 +14,11 @@ import pytest
 from autograder.notebook.cells import grade_id
 from autograder.notebook.editions import COURSE, EDITIONS
 from solutions import sdpa
+from tests.support.language import CJK
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "source" / "sdpa" / "sdpa.ipynb"
 RELEASE = ROOT / "assignments" / "sdpa" / "sdpa.ipynb"
-CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
 # what the visible checks say of an answer not written yet, in each edition's language
 NOT_DONE = {"zh": "还没有", "en": "yet"}
 

@@ -1,5 +1,4 @@
 """The grader's message catalogs: in step with the code, complete, and English where English is asked for."""
-import re
 import string
 import sys
 from pathlib import Path
@@ -13,11 +12,10 @@ from autograder.grading import feedback, root_causes
 from autograder.grading.misconceptions import CATALOGUE
 from catalogue.charge_once import parts
 from tests.support.grading import grade_in_process
+from tests.support.language import CJK
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import messages  # noqa: E402
-
-CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 
 
 def _entries(locale):

@@ -5,7 +5,6 @@ gradebook with nbgrader's API, so the report's arithmetic (totals, codes,
 review counts, pass rates) is checked against inputs we chose, in seconds.
 """
 import csv
-import re
 import shutil
 import subprocess
 import warnings
@@ -18,6 +17,7 @@ from autograder.batch.coursedir import CourseError
 from autograder.demo import course
 from autograder.grading import record
 from autograder.grading.misconceptions import CATALOGUE
+from tests.support.language import CJK
 
 COURSE_ID = "unit-course"
 ASSIGNMENT, NOTEBOOK = "hw1", "attention"
@@ -216,9 +216,6 @@ def test_missing_gradebook_is_a_clear_error(tmp_path):
 def test_unknown_assignment_is_a_clear_error(built):
     with pytest.raises(CourseError, match="'hw2' is not in"):
         reportlib.collect(str(built["root"]), "hw2")
-
-
-CJK = re.compile(r"[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]")
 
 
 @pytest.fixture(scope="module")

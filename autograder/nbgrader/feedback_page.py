@@ -31,7 +31,6 @@ except ImportError:  # pragma: no cover
     from jinja2 import contextfilter as pass_context
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-HTML_LANG = {"zh": "zh-CN", "en": "en"}  # the page's <html lang>, per edition language
 # The words nbgrader's feedback template writes, in the template's names for them (`resources.sdpa_labels`).
 LABELS = {
     "points": N_("（得分：{score} / {max}）"), "late_penalty": N_("迟交扣分（得分：-{penalty}）"),
@@ -110,5 +109,5 @@ class OfflineFeedbackExporter(HTMLExporter):
         lang = editions.language_of(resources.get("nbgrader", {}).get("assignment"))
         with i18n.using(lang):
             resources["sdpa_labels"] = {key: _(message) for key, message in LABELS.items()}
-        resources["sdpa_lang"] = HTML_LANG[lang]
+        resources["sdpa_lang"] = i18n.html_lang(lang)
         return super().from_notebook_node(nb, resources, **kw)

@@ -5,7 +5,6 @@ runner's first request (`connection.guest_translations`); these tests run a real
 each language and read what the student would see.
 """
 import queue
-import re
 
 import pytest
 import torch
@@ -14,8 +13,8 @@ from autograder import i18n
 from autograder.sandbox.connection import RunnerConnection, RunnerGone, guest_translations
 from autograder.sandbox.guest import messages, wire
 from autograder.sandbox.session import Budget, StudentSession
+from tests.support.language import CJK
 
-CJK = re.compile(r"[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]")
 CELLS = ["import torch\nimport torch.nn.functional as F\nx = torch.randn(2, 3)",
          "y = F.softmax(x, -1)",
          "exit()",
