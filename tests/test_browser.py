@@ -160,7 +160,7 @@ def lab(course_dir):
             except OSError:
                 time.sleep(0.5)
         TIMINGS["server start"] = round(time.perf_counter() - started, 1)
-        yield {"base": f"http://127.0.0.1:{port}", "token": token, "log": log_path}
+        yield {"base": f"http://127.0.0.1:{port}", "token": token, "log": log_path, "root": course_dir}
     finally:
         _stop(proc)
 
@@ -175,11 +175,11 @@ def _write_timings():
         a11y.write(AUDITS, ARTIFACTS / "axe.json")
 
 
-def _audit(page, name, include=None):
+def _audit(page, name, include=(), exclude=()):
     """axe-core on the page: no serious or critical violation (what it found is kept in axe.json)."""
     if not a11y.available():
         pytest.skip(f"axe-core is not installed at {a11y.AXE} (run `make test-deps`)")
-    found = a11y.audit(page, include)
+    found = a11y.audit(page, include, exclude)
     AUDITS[name] = found
     assert not found, f"{name}: axe-core finds serious or critical violations:\n{a11y.summary(found)}"
 
@@ -515,5 +515,41 @@ def test_class_reports_pass_axe_in_both_languages(graded_english, browser):
                 assert image.evaluate("img => img.complete && img.naturalWidth > 200"), image.get_attribute("src")
             _audit(page, f"class report ({assignment})")
             _shot(page, f"11-report-{assignment}", full_page=True)
+        finally:
+            page.close()
+
+
+# What the course authors in a notebook as JupyterLab shows it: the rendered lesson and the cells' outputs.
+# JupyterLab's own controls (toolbars, the code editor, the heading-collapse button it puts in a markdown
+# cell) are the application's, not the course's: audited too, kept in axe.json, not asserted.
+COURSE_CONTENT = (".jp-NotebookPanel .jp-MarkdownCell .jp-RenderedMarkdown", ".jp-NotebookPanel .jp-OutputArea")
+LAB_CONTROLS = (".jp-collapseHeadingButton",)
+
+
+def test_released_notebooks_pass_axe_in_jupyterlab(lab, browser):
+    """Each edition's released notebook in JupyterLab, as a student opens it and runs it with the stubs: its
+    lesson and outputs have no serious or critical axe-core violation; the English one says nothing in Chinese."""
+    for assignment in (course.ASSIGNMENT, ENGLISH):
+        relative = f"as-released/{assignment}/{assignment}.ipynb"
+        target = Path(lab["root"]) / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(lab_ui.release(assignment), target)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(60_000)
+        try:
+            # A workspace of its own: only this notebook open (not the ones the other tests left open).
+            page.goto(f"{lab['base']}/lab/workspaces/audit-{assignment}/tree/{relative}?token={lab['token']}")
+            cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+            expect(cells).to_have_count(len(lab_ui.release_cells(assignment)), timeout=120_000)
+            lab_ui.wait_kernel_idle(page, 120_000)
+            _run_all(page, f"run the released {assignment} with its stubs")
+            expect(page.locator(".jp-NotebookPanel mjx-container").first).to_be_visible()
+            AUDITS[f"JupyterLab with {assignment} open (the application's controls; not asserted)"] = a11y.audit(page)
+            _audit(page, f"released notebook in JupyterLab ({assignment})", COURSE_CONTENT, LAB_CONTROLS)
+            if assignment == ENGLISH:
+                text = page.locator(".jp-NotebookPanel .jp-Notebook").inner_text()
+                assert not CJK.search(text), CJK.findall(text)[:20]
+                page.locator(".jp-NotebookPanel .jp-Notebook").evaluate("n => n.scrollTop = 0")
+                _shot(page, "12-notebook-english")
         finally:
             page.close()

@@ -77,7 +77,9 @@ def test_the_reference_solution_is_timed_cell_by_cell_and_call_by_call():
         if c.cell_type == "code"]
     [(_, why_scale)] = [(s, o) for s, o in reference.prefix if "sqrt(d_k)" in s]
     assert [o["output_type"] for o in why_scale] == ["stream", "display_data"]
-    assert "image/png" in why_scale[1]["data"]
+    figure = why_scale[1]["data"]  # the figure with its description (alt text), and the description as text
+    assert figure["text/html"].startswith('<img src="data:image/png;base64,') and 'alt="' in figure["text/html"]
+    assert figure["text/plain"].startswith("两幅折线图")
 
 
 def test_the_reference_outputs_are_offered_only_to_a_submission_that_starts_with_the_same_code():

@@ -16,10 +16,14 @@ def available() -> bool:
     return AXE.exists()
 
 
-def audit(page, include=None) -> list[dict]:
-    """The serious and critical violations on `page` (within the CSS selector `include`, if given)."""
-    page.add_script_tag(path=str(AXE))
-    context = {"include": [include]} if include else None
+def audit(page, include=(), exclude=()) -> list[dict]:
+    """The serious and critical violations on `page`: within the CSS selectors `include` (all of it if none),
+    leaving out what `exclude` selects."""
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    context = None
+    if include or exclude:
+        context = {"include": [[s] for s in include] or [["html"]], "exclude": [[s] for s in exclude]}
     result = page.evaluate(
         """([context, tags]) => axe.run(context || document, {runOnly: {type: 'tag', values: tags},
                                                              resultTypes: ['violations']})""",

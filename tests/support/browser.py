@@ -10,6 +10,7 @@ import nbformat
 
 import catalogue
 from autograder.demo import course
+from solutions import solution_notebook
 
 try:
     from playwright.sync_api import expect
@@ -17,7 +18,14 @@ except ImportError:  # pragma: no cover - depends on the environment; the tests 
     expect = None
 
 ROOT = Path(__file__).resolve().parents[2]
-RELEASE = ROOT / "assignments" / course.ASSIGNMENT / f"{course.ASSIGNMENT}.ipynb"
+
+
+def release(assignment=course.ASSIGNMENT):
+    """The released (student) notebook of an edition, as `make release` writes it."""
+    return ROOT / "assignments" / assignment / f"{assignment}.ipynb"
+
+
+RELEASE = release()
 
 
 class timed:
@@ -43,9 +51,9 @@ def shot(target, name, directory, **kwargs):
 # ---------------------------------------------------------------- the release
 
 
-def release_cells():
+def release_cells(assignment=course.ASSIGNMENT):
     """[(index, cell)] of the released notebook; DOM cell i is notebook cell i."""
-    return list(enumerate(nbformat.read(str(RELEASE), as_version=4).cells))
+    return list(enumerate(nbformat.read(str(release(assignment)), as_version=4).cells))
 
 
 def meta(cell):
@@ -56,13 +64,13 @@ def grade_id(cell):
     return meta(cell).get("grade_id")
 
 
-def answer_cells():
-    return [(i, c) for i, c in release_cells() if c.cell_type == "code" and meta(c).get("solution")]
+def answer_cells(assignment=course.ASSIGNMENT):
+    return [(i, c) for i, c in release_cells(assignment) if c.cell_type == "code" and meta(c).get("solution")]
 
 
-def reference_answers():
+def reference_answers(assignment=course.ASSIGNMENT):
     """grade_id -> the solved answer cell, as the catalogue fills it in (solution markers stripped)."""
-    solution = nbformat.read(str(catalogue.SOLUTION_NOTEBOOK), as_version=4)
+    solution = nbformat.read(str(solution_notebook(assignment)), as_version=4)
     return {meta(c)["grade_id"]: catalogue.MARKER.sub("", c.source).rstrip("\n") for c in solution.cells
             if meta(c).get("solution") and c.cell_type == "code"}
 
