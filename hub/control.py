@@ -11,6 +11,9 @@ JupyterHub on this machine:
 - a copy of this course in the instructor's home, owned by the instructor and readable by
   nobody else, whose ``nbgrader_config.py`` (sandboxed execution, trusted scoring, offline
   feedback pages) is loaded by the instructor's nbgrader, formgrader included;
+- both editions of the assignment (``sdpa`` in Chinese, ``sdpa_en`` in English) generated and
+  released, and JupyterLab in each student's language (``LAB_LOCALES``: the zh-CN language pack
+  for the students of the Chinese edition);
 - nbgrader's server and lab extensions: all of them for the instructor, the student ones for
   students (formgrader, course list and create-assignment are switched off for them);
 - JupyterHub from PyPI (PAM logins of those users, LocalProcessSpawner) behind
@@ -50,6 +53,10 @@ GROUP = "sdpa-hub"  # every course user; gets traverse-only access to the interp
 COURSE_ID = "sdpa-course"
 COURSE_NAME = "sdpa-course"  # the course directory in the instructor's home
 ASSIGNMENT = "sdpa"
+ASSIGNMENTS = ("sdpa", "sdpa_en")  # the editions (autograder.notebook.editions.EDITIONS), all released
+# JupyterLab's display language per student (the translation extension's `locale`; zh_CN comes from
+# the jupyterlab-language-pack-zh-CN package). A student can change it in Settings > Language.
+LAB_LOCALES = {"sdpa-student-a": "zh_CN", "sdpa-student-b": "en", "sdpa-student-c": "zh_CN"}
 
 DEFAULT_STATE = ROOT / ".hub"
 DEFAULT_EXCHANGE = Path("/srv/sdpa-hub/exchange")
@@ -218,6 +225,10 @@ class Hub:
             settings.mkdir(parents=True, exist_ok=True)
             (settings / "notification.jupyterlab-settings").write_text(
                 json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+            if user in LAB_LOCALES:
+                language = user_home / ".jupyter/lab/user-settings/@jupyterlab/translation-extension"
+                language.mkdir(parents=True, exist_ok=True)
+                (language / "plugin.jupyterlab-settings").write_text(json.dumps({"locale": LAB_LOCALES[user]}))
             _run("chown", "-R", f"{user}:{user}", user_home / ".jupyter")
         _run("chpasswd", input="".join(f"{u}:{passwords[u]}\n" for u in USERS))
         path.write_text(json.dumps(passwords, indent=1))
@@ -263,8 +274,9 @@ class Hub:
             shutil.rmtree(self.course)
         if not self.course.exists():
             course_files.make_course(self.course)
-            # The instructor generates the student version (formgrader's Generate): start without it.
-            shutil.rmtree(self.course / "assignments" / ASSIGNMENT, ignore_errors=True)
+            # The instructor generates the student versions (formgrader's Generate, or `release`).
+            for assignment in ASSIGNMENTS:
+                shutil.rmtree(self.course / "assignments" / assignment, ignore_errors=True)
         _run("chown", "-R", f"{INSTRUCTOR}:{INSTRUCTOR}", self.course)
         os.chmod(self.course, 0o700)
 
@@ -313,10 +325,16 @@ class Hub:
     def nbgrader(self, user, *args, **kwargs):
         return self.run_as(user, VENV_BIN / "nbgrader", *args, **kwargs)
 
+    def release(self, assignments=ASSIGNMENTS):
+        """Generate and release `assignments` as the instructor (formgrader's Generate and Release buttons)."""
+        for assignment in assignments:
+            self.nbgrader(INSTRUCTOR, "generate_assignment", assignment, "--force", cwd=self.course)
+            self.nbgrader(INSTRUCTOR, "release_assignment", assignment, "--force", cwd=self.course)
+
     def reset_student_work(self):
         """Remove the students' fetched assignments and nbgrader caches (tests start from a clean slate)."""
         for user in STUDENTS:
-            for path in (home(user) / ASSIGNMENT, home(user) / ".local/share/jupyter/nbgrader_cache"):
+            for path in (*(home(user) / a for a in ASSIGNMENTS), home(user) / ".local/share/jupyter/nbgrader_cache"):
                 shutil.rmtree(path, ignore_errors=True)
 
     # ------------------------------------------------------------- running
@@ -395,7 +413,9 @@ def _banner(hub):
     passwords = hub.passwords()
     lines = [f"JupyterHub for the sdpa course: {hub.url}/",
              f"  instructor  {INSTRUCTOR:16} password {passwords[INSTRUCTOR]}   (Nbgrader > Formgrader)",
-             *[f"  student     {s:16} password {passwords[s]}   (Nbgrader > Assignment List)" for s in STUDENTS],
+             *[f"  student     {s:16} password {passwords[s]}   (Nbgrader > Assignment List; "
+               f"JupyterLab in {LAB_LOCALES.get(s, 'en')})" for s in STUDENTS],
+             f"  released    {', '.join(ASSIGNMENTS)} (Chinese and English editions)",
              f"  course directory {hub.course} (owner {INSTRUCTOR}, mode 700)",
              f"  exchange {hub.exchange}; log {hub.log}",
              "  stop it with `make hub-stop`"]
@@ -431,6 +451,8 @@ def main(argv=None):
         return 2
     print("setting up users, exchange and course ...")
     hub.setup(fresh_course=args.fresh_course)
+    print(f"generating and releasing {', '.join(ASSIGNMENTS)} ...")
+    hub.release()
     print("starting JupyterHub ...")
     hub.start()
     print(_banner(hub))

@@ -3,15 +3,19 @@
 A JupyterHub (hub/control.py, as ``make hub`` starts it, with its own state, exchange, port and
 course copy) serves the instructor and two students, each a separate Unix user:
 
-1. the instructor logs in; formgrader generates and releases ``sdpa``;
-2. student A logs in, fetches it from the Assignments tab, opens it, types the reference
-   answers through the editor, saves, validates and submits;
-3. student B does the same with an ``apply_mask`` that inverts the mask;
+1. the instructor logs in; formgrader generates and releases both editions, ``sdpa`` (Chinese)
+   and ``sdpa_en`` (English);
+2. student A, whose JupyterLab is in Chinese (the zh-CN language pack), fetches ``sdpa`` from the
+   Assignments tab, opens it, types the reference answers through the editor, saves, validates
+   and submits;
+3. student B, in an English JupyterLab, does the same with ``sdpa_en`` and an ``apply_mask``
+   that inverts the mask;
 4. student B tries to read A's work and the instructor's course: through the file browser /
    contents API, through the hub (A's server URL) and through the kernel;
-5. the instructor collects, autogrades each submission from formgrader, grades the two written
-   answers, generates and releases feedback;
-6. student A fetches feedback and sees every automatic point; student B sees ``[mask-inverted]``;
+5. the instructor collects both editions, autogrades each submission from formgrader, grades the
+   two written answers, generates and releases feedback;
+6. student A fetches feedback and sees every automatic point; student B sees ``[mask-inverted]``
+   with its English hint, on a page with no Chinese;
 7. A's feedback page, saved to disk, is opened in a Chromium without network: math renders.
 
 Screenshots go to ``.artifacts/hub-browser/`` with ``timings.json`` (seconds per step).
@@ -23,7 +27,6 @@ import os
 import re
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import nbformat
@@ -31,9 +34,11 @@ import pytest
 
 import catalogue as samples
 from hub import control
-from hub.control import ASSIGNMENT, INSTRUCTOR
+from hub.control import INSTRUCTOR
+from solutions import solution_notebook
 from tests.support import browser as lab_ui
 from tests.support import feedback_page
+from tests.support.language import CJK
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -47,9 +52,10 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 STUDENT_A, STUDENT_B = control.STUDENTS[:2]
+# who works which edition, and the JupyterLab File menu's label in their language
+EDITION = {STUDENT_A: "sdpa", STUDENT_B: "sdpa_en"}
+FILE_MENU = {"zh_CN": "文件", "en": "File"}
 BUGGY = "bug-mask-inverted"
-# The course lists each edition (sdpa, sdpa_en): match the cell's whole text, not a prefix of it.
-ASSIGNMENT_NAME = re.compile(rf"^\s*{re.escape(ASSIGNMENT)}\s*$")
 MANUAL = {STUDENT_A: "2.5", STUDENT_B: "1"}
 AUTOMATIC_CELLS, AUTOMATIC_POINTS = samples.automatic_cells()
 
@@ -154,6 +160,18 @@ def _login(browser, hub, user):
     return page
 
 
+def _assignment_row(page, assignment):
+    """The formgrader table row of `assignment` (its whole name: sdpa is a prefix of sdpa_en)."""
+    name = re.compile(rf"^\s*{re.escape(assignment)}\s*$")
+    return page.locator("table tbody tr", has=page.locator("td.name", has_text=name))
+
+
+def _list_item(page, listing, assignment):
+    """An entry of the Assignments tab's `listing` (released/fetched/submitted) named exactly `assignment`."""
+    name = page.locator(".item_name", has_text=re.compile(rf"^\s*{re.escape(assignment)}\s*$"))
+    return page.locator(f"#{listing} .list_item", has=name)
+
+
 def _user_url(hub, user):
     return f"{hub.url}/user/{user}"
 
@@ -183,19 +201,19 @@ def _assignment_list(page):
     return panel
 
 
-def _answers(sample_name):
+def _answers(sample_name, assignment):
     """grade_id -> the text a student types: the reference, with the sample's replacements."""
 
-    answers = lab_ui.reference_answers()
+    answers = lab_ui.reference_answers(assignment)
     sample = next(s for s in samples.CATALOGUE if s.name == sample_name)
     answers.update({k: v.strip("\n") for k, v in sample.replace.items()})
     return answers
 
 
-def _written_answers():
+def _written_answers(assignment):
     """grade_id -> the solution notebook's written answers (markdown answer cells)."""
 
-    solution = nbformat.read(str(samples.SOLUTION_NOTEBOOK), as_version=4)
+    solution = nbformat.read(str(solution_notebook(assignment)), as_version=4)
     return {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
             if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("solution")}
 
@@ -218,37 +236,41 @@ def _type_markdown(page, index, text):
 def _solve_and_submit(browser, hub, user, sample_name, prefix):
     """Log in, fetch, open, type answers, save, validate, submit. Returns the page (notebook open)."""
 
+    assignment = EDITION[user]
     with _timed(f"{prefix}: log in (server spawn)"):
         page = _login(browser, hub, user)
+    # JupyterLab speaks the student's language (the hub's per-user translation setting).
+    file_menu = FILE_MENU[control.LAB_LOCALES[user]]
+    expect(page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(rf"^{file_menu}$"))).to_be_visible()
     _shot(page, f"{prefix}-1-lab")
     with _timed(f"{prefix}: fetch from the Assignments tab"):
         _assignment_list(page)
-        released = page.locator("#released_assignments_list .list_item", has_text=ASSIGNMENT)
+        released = _list_item(page, "released_assignments_list", assignment)
         expect(released).to_be_visible()
         _shot(page, f"{prefix}-2-assignment-list-released")
         released.locator("button", has_text="Fetch").click()
-        fetched = page.locator("#fetched_assignments_list .list_item", has_text=ASSIGNMENT).first
+        fetched = _list_item(page, "fetched_assignments_list", assignment).first
         expect(fetched).to_be_visible(timeout=ACTION_S * 1000)
     with _timed(f"{prefix}: open the notebook"):
-        fetched.locator("a", has_text=ASSIGNMENT).first.click()  # expands the assignment: its notebooks
-        page.locator("#fetched_assignments_list a", has_text=re.compile(rf"^{ASSIGNMENT}$")).last.click()
+        fetched.locator("a", has_text=assignment).first.click()  # expands the assignment: its notebooks
+        page.locator("#fetched_assignments_list a", has_text=re.compile(rf"^{assignment}$")).last.click()
         cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-        expect(cells).to_have_count(len(lab_ui.release_cells()), timeout=PAGE_S * 1000)
+        expect(cells).to_have_count(len(lab_ui.release_cells(assignment)), timeout=PAGE_S * 1000)
         lab_ui.wait_kernel_idle(page, PAGE_S * 1000)
     _shot(page, f"{prefix}-3-notebook-open")
-    answers = _answers(sample_name)
+    answers = _answers(sample_name, assignment)
     with _timed(f"{prefix}: type 12 code + 2 written answers through the editor, save"):
-        for i, cell in lab_ui.answer_cells():
+        for i, cell in lab_ui.answer_cells(assignment):
             lab_ui.type_into(page, i, answers[lab_ui.grade_id(cell)])
-        written = _written_answers()
-        for i, cell in lab_ui.release_cells():
+        written = _written_answers(assignment)
+        for i, cell in lab_ui.release_cells(assignment):
             if cell.cell_type == "markdown" and lab_ui.grade_id(cell) in written:
                 _type_markdown(page, i, written[lab_ui.grade_id(cell)])
         page.keyboard.press("Control+s")
         expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0, timeout=60_000)
     _shot(page, f"{prefix}-4-answers-typed")
     # The file on disk is the student's, written by their own server (not by this test).
-    saved = control.home(user) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    saved = control.home(user) / assignment / f"{assignment}.ipynb"
     assert os.stat(saved).st_uid == control.uid(user)
     assert answers["apply_mask"].splitlines()[-1].strip() in saved.read_text(encoding="utf-8")
     with _timed(f"{prefix}: validate"):
@@ -260,10 +282,10 @@ def _solve_and_submit(browser, hub, user, sample_name, prefix):
         expect(dialog).to_be_visible()
         _shot(page, f"{prefix}-5-validated")
         verdict = dialog.inner_text()
-        dialog.locator("button", has_text="Ok").click()
+        dialog.locator(".jp-mod-accept").click()  # "Ok", in either language
     with _timed(f"{prefix}: submit"):
         page.locator("#fetched_assignments_list button", has_text="Submit").first.click()
-        submitted = page.locator("#submitted_assignments_list .list_item", has_text=ASSIGNMENT)
+        submitted = _list_item(page, "submitted_assignments_list", assignment)
         expect(submitted.first).to_be_visible(timeout=ACTION_S * 1000)
     _shot(page, f"{prefix}-6-submitted")
     return page, verdict
@@ -273,21 +295,24 @@ def _solve_and_submit(browser, hub, user, sample_name, prefix):
 
 
 def test_semester_on_jupyterhub(hub, browser, shots_on_failure):
-    # 1. Instructor: formgrader generates and releases the assignment.
+    editions = sorted(set(EDITION.values()))
+    outbound = hub.exchange / control.COURSE_ID / "outbound"
+    # 1. Instructor: formgrader generates and releases both editions.
     with _timed("instructor: log in (server spawn)"):
         teacher = _login(browser, hub, INSTRUCTOR)
     formgrader = f"{_user_url(hub, INSTRUCTOR)}/formgrader"
-    with _timed("instructor: formgrader generate + release"):
+    with _timed("instructor: formgrader generate + release both editions"):
         teacher.goto(f"{formgrader}/manage_assignments")
-        row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT_NAME))
-        expect(row).to_have_count(1)
         _shot(teacher, "01-formgrader-manage-assignments")
-        _formgrader_action(teacher, row, "assign", "02-formgrader-generated")
-        _formgrader_action(teacher, row, "release", "03-formgrader-released")
-        expect(row.locator("td.status")).to_contain_text("released")
-    assert (hub.exchange / control.COURSE_ID / "outbound" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
+        for assignment in editions:
+            row = _assignment_row(teacher, assignment)
+            expect(row).to_have_count(1)
+            _formgrader_action(teacher, row, "assign", f"02-formgrader-generated-{assignment}")
+            _formgrader_action(teacher, row, "release", f"03-formgrader-released-{assignment}")
+            expect(row.locator("td.status")).to_contain_text("released")
+            assert (outbound / assignment / f"{assignment}.ipynb").exists()
 
-    # 2-3. Two students.
+    # 2-3. Two students, one per edition.
     page_a, verdict_a = _solve_and_submit(browser, hub, STUDENT_A, "correct-reference", "10-student-a")
     assert "Success! Your notebook passes all the tests." in verdict_a, verdict_a[:2000]
     page_b, verdict_b = _solve_and_submit(browser, hub, STUDENT_B, BUGGY, "20-student-b")
@@ -299,31 +324,34 @@ def test_semester_on_jupyterhub(hub, browser, shots_on_failure):
     page_a.context.close()
 
     # 5. Instructor: collect, autograde, manual grades, feedback.
-    with _timed("instructor: collect"):
+    with _timed("instructor: collect both editions"):
         teacher.goto(f"{formgrader}/manage_assignments")
-        row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT_NAME))
-        _formgrader_action(teacher, row, "collect", "30-formgrader-collected")
+        for assignment in editions:
+            _formgrader_action(teacher, _assignment_row(teacher, assignment), "collect",
+                               f"30-formgrader-collected-{assignment}")
         teacher.reload()
-        expect(row.locator("td.num-submissions")).to_have_text("2")
+        for assignment in editions:
+            expect(_assignment_row(teacher, assignment).locator("td.num-submissions")).to_have_text("1")
     with _timed("instructor: autograde 2 submissions from formgrader"):
-        teacher.goto(f"{formgrader}/manage_submissions/{ASSIGNMENT}")
-        for student in (STUDENT_A, STUDENT_B):
+        for student, assignment in EDITION.items():
+            teacher.goto(f"{formgrader}/manage_submissions/{assignment}")
             srow = teacher.locator("table tbody tr", has=teacher.locator("td.student-id", has_text=student))
             expect(srow).to_have_count(1)
             _formgrader_action(teacher, srow, "autograde", f"31-formgrader-autograded-{student}")
-        teacher.reload()
-        expect(teacher.locator("table tbody td.status", has_text="needs manual grading")).to_have_count(2)
-        _shot(teacher, "32-formgrader-submissions")
-    for student in (STUDENT_A, STUDENT_B):
-        report = hub.course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.grading.json"
+            teacher.reload()
+            expect(teacher.locator("table tbody td.status", has_text="needs manual grading")).to_have_count(1)
+            _shot(teacher, f"32-formgrader-submissions-{assignment}")
+    for student, assignment in EDITION.items():
+        report = hub.course / "autograded" / student / assignment / f"{assignment}.grading.json"
         assert report.exists(), f"trusted scoring did not run for {student} (no {report.name})"
     with _timed("instructor: grade 2 x 2 written answers"):
-        _manual_grades(hub, teacher, formgrader)
-    with _timed("instructor: generate + release feedback"):
+        _manual_grades(teacher, formgrader)
+    with _timed("instructor: generate + release feedback of both editions"):
         teacher.goto(f"{formgrader}/manage_assignments")
-        row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT_NAME))
-        _formgrader_action(teacher, row, "generate-feedback", "35-formgrader-feedback-generated")
-        _formgrader_action(teacher, row, "release-feedback", "36-formgrader-feedback-released")
+        for assignment in editions:
+            row = _assignment_row(teacher, assignment)
+            _formgrader_action(teacher, row, "generate-feedback", f"35-formgrader-feedback-generated-{assignment}")
+            _formgrader_action(teacher, row, "release-feedback", f"36-formgrader-feedback-released-{assignment}")
 
     # 6. Students fetch feedback.
     page_a = _login(browser, hub, STUDENT_A)
@@ -337,10 +365,12 @@ def test_semester_on_jupyterhub(hub, browser, shots_on_failure):
     hint = page_b.locator("tr", has=page_b.locator(".code", has_text="[mask-inverted]")).first
     hint.scroll_into_view_if_needed()
     expect(hint).to_be_visible()
-    expect(hint).to_contain_text("提示：")
+    expect(hint).to_contain_text("Hint:")
     _shot(page_b, "51-student-b-feedback-mask-inverted")
     apply_mask = [e for e in _toc_scores(page_b) if e[0].startswith("apply_mask")]
     assert apply_mask and apply_mask[0][2] < apply_mask[0][3], apply_mask
+    text_b = page_b.locator("body").inner_text()
+    assert not CJK.search(text_b), f"Chinese on the English feedback page: {CJK.findall(text_b)[:20]}"
     assert "[mask-inverted]" not in html_a
 
     # 7. The feedback page on its own, with no network.
@@ -350,8 +380,9 @@ def test_semester_on_jupyterhub(hub, browser, shots_on_failure):
 
 def _isolation_checks(hub, page):
     base = _user_url(hub, STUDENT_B)
+    work_a, work_b = EDITION[STUDENT_A], EDITION[STUDENT_B]
     # The file browser's API: no way out of B's home.
-    for path in (f"../{STUDENT_A}", f"../{INSTRUCTOR}/{hub.course_name}", f"..%2F{STUDENT_A}%2F{ASSIGNMENT}"):
+    for path in (f"../{STUDENT_A}", f"../{INSTRUCTOR}/{hub.course_name}", f"..%2F{STUDENT_A}%2F{work_a}"):
         response = page.request.get(f"{base}/api/contents/{path}")
         assert response.status in (403, 404), f"contents {path}: {response.status} {response.text()[:200]}"
     page.goto(f"{base}/lab/tree/..%2F{STUDENT_A}")  # the file browser, pointed at A's home
@@ -362,24 +393,24 @@ def _isolation_checks(hub, page):
     refusal.locator("button", has_text="Close").click()
     expect(page.locator(".jp-FileBrowser .jp-BreadCrumbs")).not_to_contain_text(STUDENT_A)  # still in B's home
     # The hub: A's server is not B's to use.
-    for url in (f"{_user_url(hub, STUDENT_A)}/api/contents/{ASSIGNMENT}",
+    for url in (f"{_user_url(hub, STUDENT_A)}/api/contents/{work_a}",
                 f"{_user_url(hub, INSTRUCTOR)}/api/contents/{hub.course_name}"):
         response = page.request.get(url)
-        assert response.status in (403, 404) and ASSIGNMENT + ".ipynb" not in response.text(), \
+        assert response.status in (403, 404) and work_a + ".ipynb" not in response.text(), \
             f"{url}: {response.status} {response.text()[:300]}"
     response = page.goto(f"{_user_url(hub, STUDENT_A)}/lab")
     _shot(page, "26-student-b-opens-student-a-server")
     assert response.status == 403, f"B opening A's server: {response.status} {page.url}"
     expect(page.locator("#jp-main-dock-panel")).to_have_count(0)
     # The kernel: B's own code, run in B's notebook.
-    page.goto(f"{base}/lab/tree/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
+    page.goto(f"{base}/lab/tree/{work_b}/{work_b}.ipynb")
 
     cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-    expect(cells).to_have_count(len(lab_ui.release_cells()))
+    expect(cells).to_have_count(len(lab_ui.release_cells(work_b)))
     lab_ui.wait_kernel_idle(page, PAGE_S * 1000)
-    targets = [control.home(STUDENT_A) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", hub.course,
+    targets = [control.home(STUDENT_A) / work_a / f"{work_a}.ipynb", hub.course,
                hub.course / "gradebook.db", hub.exchange / control.COURSE_ID / "inbound",
-               control.home(STUDENT_B) / ASSIGNMENT]
+               control.home(STUDENT_B) / work_b]
     probe = ("import os\nfor p in %r:\n    try:\n        os.listdir(p) if os.path.isdir(p) else open(p, 'rb').read(1)\n"
              "        print('READ', p)\n    except OSError as e:\n        print('DENIED', type(e).__name__, p)\n"
              % [str(t) for t in targets])
@@ -391,7 +422,7 @@ def _isolation_checks(hub, page):
     lab_ui.type_into(page, last + 1, probe)
     page.keyboard.press("Shift+Enter")
     output = cells.nth(last + 1).locator(".jp-OutputArea-output")
-    expect(output.first).to_contain_text(str(control.home(STUDENT_B) / ASSIGNMENT), timeout=PAGE_S * 1000)
+    expect(output.first).to_contain_text(str(control.home(STUDENT_B) / work_b), timeout=PAGE_S * 1000)
     text = output.first.inner_text()
     cells.nth(last + 1).scroll_into_view_if_needed()
     _shot(page, "27-student-b-kernel-cannot-read")
@@ -400,50 +431,39 @@ def _isolation_checks(hub, page):
     assert f"READ {targets[-1]}" in text, text  # the probe itself works: B reads B's own work
 
 
-def _manual_grades(hub, page, formgrader):
-    api = page.request.get(f"{formgrader}/api/submitted_notebooks/{ASSIGNMENT}/{ASSIGNMENT}")
-    assert api.ok, f"formgrader API: {api.status} {api.text()[:300]}"
-    by_student = {s["student"]: s for s in api.json()}
-    assert set(by_student) == {STUDENT_A, STUDENT_B}
+def _manual_grades(page, formgrader):
+    """Each student's two written answers, graded in formgrader's Manual Grading view."""
     for student, score in MANUAL.items():
-        page.goto(f"{formgrader}/gradebook/{ASSIGNMENT}/{ASSIGNMENT}")
+        assignment = EDITION[student]
+        api = page.request.get(f"{formgrader}/api/submitted_notebooks/{assignment}/{assignment}")
+        assert api.ok, f"formgrader API: {api.status} {api.text()[:300]}"
+        by_student = {s["student"]: s for s in api.json()}
+        assert set(by_student) == {student}, by_student
+        page.goto(f"{formgrader}/gradebook/{assignment}/{assignment}")
         page.locator(f'a[href$="/formgrader/submissions/{by_student[student]["id"]}"]').first.click()
         page.wait_for_load_state("networkidle")  # formgrade.js binds its save handlers after load
         grades_url = f"{formgrader}/api/grades?submission_id={by_student[student]['id']}"
         for name in ("written-a1", "written-a2"):
             box = page.locator(f"input.score#{name}")
             expect(box).to_be_visible()
-            # formgrader saves a score on `change`; a change that lands while the page is still
-            # wiring its models can be lost, so type it again (at most 3 times) until it is stored.
-            for _attempt in range(3):
-                box.fill("")
-                box.fill(score)
-                box.press("Tab")
-                deadline = time.monotonic() + 20
-                while True:
-                    saved = {g["name"]: g["manual_score"] for g in page.request.get(grades_url).json()}
-                    if saved[name] == float(score) or time.monotonic() > deadline:
-                        break
-                    time.sleep(0.5)
-                if saved[name] == float(score):
-                    break
-            assert saved[name] == float(score), f"manual grade {name} not saved: {saved}"
+            lab_ui.enter_manual_grade(page, box, grades_url, name, score)
         _shot(page, f"33-formgrader-manual-grade-{student}")
 
 
 def _fetch_feedback(hub, page, user, prefix):
     """Assignments tab > Fetch Feedback, then open the fetched page. Returns its HTML."""
+    assignment = EDITION[user]
     with _timed(f"{prefix}: fetch feedback and open it"):
         _assignment_list(page)
-        row = page.locator("#submitted_assignments_list .list_item", has_text=ASSIGNMENT).first
+        row = _list_item(page, "submitted_assignments_list", assignment).first
         row.locator("button", has_text="Fetch Feedback").click()
         view = page.locator("#submitted_assignments_list a", has_text="view feedback").first
         expect(view).to_be_visible(timeout=ACTION_S * 1000)
         _shot(page, f"{prefix}-1-feedback-fetched")
         view.click()  # the file browser goes to the feedback folder
-        item = page.locator(".jp-DirListing-item", has_text=f"{ASSIGNMENT}.html")
+        item = page.locator(".jp-DirListing-item", has_text=f"{assignment}.html")
         expect(item).to_be_visible()
-        pages = sorted((control.home(user) / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
+        pages = sorted((control.home(user) / assignment / "feedback").glob(f"*/{assignment}.html"))
         assert len(pages) == 1, f"{user} has feedback pages {pages}"
         relative = pages[0].relative_to(control.home(user))
         # The file browser now shows the folder the page was fetched into.

@@ -91,6 +91,27 @@ def wait_kernel_idle(page, timeout):
         }""", timeout=timeout)
 
 
+def enter_manual_grade(page, box, grades_url, name, score, attempts=3, wait_s=20):
+    """Type a manual score into formgrader's `box` until the gradebook (`grades_url`) holds it.
+
+    formgrader saves a score on `change`; a change that lands while formgrade.js is still wiring
+    its models is lost, so the score is typed again, at most `attempts` times.
+    """
+    for _attempt in range(attempts):
+        box.fill("")
+        box.fill(str(score))
+        box.press("Tab")
+        deadline = time.monotonic() + wait_s
+        while True:
+            saved = {g["name"]: g["manual_score"] for g in page.request.get(grades_url).json()}
+            if saved[name] == float(score):
+                return
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    raise AssertionError(f"manual grade {name} = {score} was not saved after {attempts} tries: {saved}")
+
+
 def type_into(page, index, text):
     """Click into the cell's editor, select all, and insert `text` as typed/pasted input."""
     target = cell(page, index)
