@@ -1,14 +1,24 @@
-"""Cell outputs from the runner, made safe to store: well-formed and capped.
+"""Cell outputs from the runner, made safe to store and to show: well-formed, inert and capped.
 
 The runner caps its own outputs, but it is the student's process: student
 code can lift any cap it holds.  What goes into the autograded notebook is
 therefore decided here, in the trusted process: only nbformat output types
 made of strings, at most `CELL_CHARS` characters per cell and `NOTEBOOK_CHARS`
 per notebook, with a visible note where something was cut.
+
+The autograded notebook becomes the feedback page and formgrader's view, which
+render rich output as it is: a student's ``display(HTML("<script>..."))`` would
+run in the instructor's browser.  So only inert kinds of output are kept: text,
+base64 raster images, and HTML cleaned by nh3 (ammonia's allow-list: no script,
+style, event handler or javascript: URL; images only as data: URIs). Outputs are
+shown, never graded, so what is dropped costs no point.
 """
 from __future__ import annotations
 
+import re
 from typing import Optional
+
+import nh3
 
 from ..i18n import N_, _
 
@@ -33,6 +43,42 @@ def _size(output):
     return sum(len(k) + len(v) for k, v in output["data"].items())
 
 
+# mime type -> how its data is made inert; any other kind (javascript, SVG, markdown, widgets) is dropped
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+_DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*")
+
+
+def _image(data: str) -> Optional[str]:
+    # the page puts it in src="data:...;base64,{data}": anything but base64 could close the attribute
+    return data if _BASE64.fullmatch(data) else None
+
+
+def _attribute(element: str, attribute: str, value: str) -> Optional[str]:
+    if attribute in ("src", "href") and value.strip().lower().startswith("data:"):
+        return value if element == "img" and attribute == "src" and _DATA_IMAGE.fullmatch(value) else None
+    if element == "img" and attribute == "src":
+        return None  # no remote images: the page must not call out when it is opened
+    return value
+
+
+def _html(data: str) -> str:
+    return nh3.clean(data, url_schemes={"http", "https", "mailto", "data"}, attribute_filter=_attribute)
+
+
+SAFE_DATA = {"text/plain": lambda d: d, "image/png": _image, "image/jpeg": _image, "image/gif": _image,
+             "text/html": _html}
+
+
+def _safe_data(data: dict) -> dict:
+    kept = {}
+    for kind, value in data.items():
+        if isinstance(kind, str) and isinstance(value, str) and kind in SAFE_DATA:
+            value = SAFE_DATA[kind](value)
+            if value is not None:
+                kept[kind] = value
+    return kept
+
+
 def _well_formed(output, count):
     """The output as plain nbformat data, or None if it is not one we keep."""
     if not isinstance(output, dict):
@@ -41,7 +87,7 @@ def _well_formed(output, count):
     if kind == "stream" and output.get("name") in ("stdout", "stderr") and isinstance(output.get("text"), str):
         return {"output_type": "stream", "name": output["name"], "text": output["text"]}
     if kind in ("display_data", "execute_result") and isinstance(output.get("data"), dict):
-        data = {k: v for k, v in output["data"].items() if isinstance(k, str) and isinstance(v, str)}
+        data = _safe_data(output["data"])
         entry = {"output_type": kind, "data": data, "metadata": {}}
         if kind == "execute_result":
             entry["execution_count"] = count

@@ -31,6 +31,18 @@ from .outputs import OutputBudget, text_form
 from .report import Reported, SessionReport
 from .runners import RunnerSource
 
+# the forbidden APIs a reply may name: each distinct name once, at most this many, each this long
+MAX_FORBIDDEN, MAX_FORBIDDEN_NAME = 256, 200
+
+
+def forbidden_names(names) -> list:
+    """The forbidden APIs a runner says a call used: distinct names, capped in number and length on this
+    side (the reply's header cap bounds the list); not a list: none."""
+    if not isinstance(names, list):
+        return []
+    distinct = dict.fromkeys(wire.short(x, MAX_FORBIDDEN_NAME) for x in names)
+    return list(distinct)[:MAX_FORBIDDEN]
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -342,10 +354,10 @@ class StudentSession:
         self.report.call_seconds[fn] = max(self.report.call_seconds.get(fn, 0.0), time.monotonic() - started)
         try:
             return CallResult(
-                status=str(reply.get("status")),
+                status=wire.short(reply.get("status"), wire.MAX_NAME),
                 value=wire.decode(reply.get("value"), out),
                 args_after=[wire.decode(a, out) for a in reply.get("args_after", [])],
-                forbidden=[str(x) for x in reply.get("forbidden", [])],
+                forbidden=forbidden_names(reply.get("forbidden", [])),
                 ename=wire.short(reply.get("ename", "")), evalue=wire.short(reply.get("evalue", "")),
                 exception_names=[wire.short(x) for x in reply.get("exception_names", [])[:16]],
                 traceback=wire.short(reply.get("traceback", "")), seconds=float(reply.get("seconds", 0.0)))

@@ -100,7 +100,7 @@ def test_a_known_cell_shows_the_reference_outputs_only_when_its_text_is_the_refe
     with StudentSession(cells) as session:
         drawn = session.run_notebook()[1]
     assert [o["output_type"] for o in drawn] == ["stream", "display_data"] and "image/png" in drawn[1]["data"]
-    reference = [drawn[0], dict(drawn[1], data=dict(drawn[1]["data"], **{"image/png": "THE REFERENCE'S"}))]
+    reference = [drawn[0], dict(drawn[1], data=dict(drawn[1]["data"], **{"image/png": "VEhFIFJFRkVSRU5DRSdT"}))]
     with StudentSession(cells, known_outputs={1: reference, 2: reference}) as session:
         outputs = session.run_notebook()
     assert session.reused == 1

@@ -33,6 +33,37 @@ def test_only_nbformat_outputs_made_of_strings_are_kept():
     assert OutputBudget().take("not a list", count=1) == []
 
 
+def html(markup, plain="<IPython.core.display.HTML object>"):
+    return {"output_type": "display_data", "data": {"text/html": markup, "text/plain": plain}, "metadata": {}}
+
+
+def test_rich_output_is_kept_only_in_inert_forms():
+    """Student output becomes the feedback page and formgrader's view, opened by the instructor: what
+    could run there (script, handlers, javascript: URLs, SVG, JavaScript output) or call out (remote
+    images) is dropped; text, base64 images and cleaned HTML stay."""
+    figure = '<img src="data:image/png;base64,iVBORw0KGgo=" alt="two line plots">'
+    table = "<table><thead><tr><th>d_k</th></tr></thead><tbody><tr><td>64</td></tr></tbody></table>"
+    attacks = ['<script>alert(document.domain)</script>', '<p onclick="steal()">x</p>',
+               '<a href="javascript:steal()">x</a>', '<img src="https://tracker.example/p.png">',
+               '<a href="data:text/html,<script>alert(1)</script>">x</a>',
+               '<img src="data:text/html;base64,PHNjcmlwdD4=">', "<style>.sdpa-causes{display:none}</style>",
+               '<iframe src="https://example.org"></iframe>']
+    raw = [html(figure + table), *[html(a) for a in attacks],
+           {"output_type": "display_data", "data": {"application/javascript": "steal()", "image/svg+xml":
+                                                    "<svg onload='steal()'/>", "text/markdown": "<script>",
+                                                    "text/plain": "x"}, "metadata": {}},
+           png('AAAA" onerror="steal()'), png("iVBORw0KGgo=\n")]
+    kept = OutputBudget().take(raw, count=1)
+    assert kept[0]["data"]["text/html"] == figure + table
+    for output in kept[1:1 + len(attacks)]:
+        shown = output["data"].get("text/html", "")
+        for word in ("script", "onclick", "javascript", "tracker", "data:text", "style", "iframe", "display:none"):
+            assert word not in shown, shown
+    assert kept[1 + len(attacks)]["data"] == {"text/plain": "x"}
+    assert "image/png" not in kept[2 + len(attacks)]["data"]
+    assert kept[3 + len(attacks)]["data"]["image/png"] == "iVBORw0KGgo=\n"
+
+
 def test_printed_text_is_capped_per_cell_with_a_visible_note():
     budget = OutputBudget(stream_chars=10)
     kept = budget.take([stream("0123456"), stream("789abcdef", "stderr"), stream("gone")], count=1, position=4)

@@ -9,7 +9,7 @@ import torch
 from autograder.grading.hidden_checks import seed_for
 from autograder.sandbox import launcher, procs
 from autograder.sandbox.guest import wire
-from autograder.sandbox.session import Budget, StudentSession
+from autograder.sandbox.session import MAX_FORBIDDEN, MAX_FORBIDDEN_NAME, Budget, StudentSession, forbidden_names
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.bool,
@@ -32,6 +32,29 @@ def test_decoding_refuses_bad_payloads():
     oversized = io.BytesIO(struct.pack(">I", wire.MAX_HEADER_BYTES + 1))
     with pytest.raises(wire.WireError):
         wire.receive(oversized)
+
+
+def test_names_a_runner_sends_are_capped_here_whatever_it_claims():
+    """A forged tensor spec (no values) whose names are megabytes long, or whose shape has a thousand
+    dimensions: every name reaches a check's message, so the trusted side cuts them to a name's size."""
+    huge = "x" * 3_500_000
+    spec = wire.decode({"__tensor__": None, "dtype": huge, "shape": [2, 3], "device": huge, "layout": huge,
+                        "subclass": huge}, [])
+    assert spec.tensor is None and spec.shape == (2, 3)
+    for name in (spec.dtype, spec.device, spec.layout):
+        assert len(name) <= wire.MAX_NAME + 1 and name.endswith("…")
+    assert len(spec.subclass) <= 4 * wire.MAX_NAME + 1
+    with pytest.raises(wire.WireError):
+        wire.decode({"__tensor__": None, "dtype": "float32", "shape": [1] * (wire.MAX_DIMS + 1)}, [])
+
+
+def test_forbidden_names_in_a_reply_are_distinct_and_capped():
+    real = "torch.nn.functional.scaled_dot_product_attention"
+    # an honest runner names each API once; a loop of a thousand calls is still one name
+    assert forbidden_names(["torch.softmax"] * 1000 + [real]) == ["torch.softmax", real]
+    forged = forbidden_names([f"{i}{'y' * 10_000}" for i in range(10_000)])
+    assert len(forged) == MAX_FORBIDDEN and all(len(n) <= MAX_FORBIDDEN_NAME + 1 for n in forged)
+    assert forbidden_names("torch.softmax") == [] and forbidden_names(None) == []
 
 
 def test_opaque_student_objects_arrive_as_text():

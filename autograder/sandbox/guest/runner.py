@@ -211,7 +211,7 @@ class Runner:
         seconds = time.perf_counter() - started
         out_blobs = []
         reply = {"status": status, "seconds": seconds,
-                 "forbidden": self.forbidden_used[before:], **extra}
+                 "forbidden": list(dict.fromkeys(self.forbidden_used[before:])), **extra}
         if status == "ok":
             reply["value"] = wire.encode(value, out_blobs)
         if msg.get("return_args"):

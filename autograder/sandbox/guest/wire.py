@@ -35,6 +35,8 @@ MAX_REPLY_HEADER_BYTES = 4 * 2**20
 MAX_REPLY_BLOB_BYTES = 16 * 2**20
 STRIDED = "torch.strided"
 MAX_TEXT = 2000
+MAX_NAME = 64  # a dtype, device or layout name; a torch name is a few dozen characters at most
+MAX_DIMS = 64  # dimensions of a tensor spec (PyTorch's own limit is about this)
 MAX_DEPTH = 8
 MAX_ITEMS = 10_000
 
@@ -101,10 +103,10 @@ def _storable(value: Any) -> Any:
     return value
 
 
-def short(text: object) -> str:
-    """`text` cut to MAX_TEXT characters (exception messages, reprs)."""
+def short(text: object, limit: int = MAX_TEXT) -> str:
+    """`text` cut to `limit` characters (exception messages, reprs, names)."""
     text = str(text)
-    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def exception_names(exc: BaseException) -> list[str]:
@@ -239,7 +241,8 @@ class TensorSpec:
         import torch
 
         dtype, shape = data.get("dtype"), data.get("shape")
-        if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+        if not isinstance(shape, list) or len(shape) > MAX_DIMS or \
+                not all(isinstance(s, int) and s >= 0 for s in shape):
             raise WireError("bad tensor shape")
         index, tensor = data.get("__tensor__"), None
         if index is not None:
@@ -253,11 +256,12 @@ class TensorSpec:
                 raise WireError("tensor payload size does not match its shape")
             flat = torch.frombuffer(raw, dtype=wire_dtype) if numel else torch.empty(0, dtype=wire_dtype)
             tensor = flat.view(torch_dtype).reshape(shape)
-        layout, subclass = str(data.get("layout", "?")), data.get("subclass")
+        # every name the runner sends ends up in a check's message: capped here, on the trusted side
+        layout, subclass = short(data.get("layout", "?"), MAX_NAME), data.get("subclass")
         if tensor is not None and (layout != STRIDED or subclass is not None):
             tensor = None  # values of another layout or a subclass are not evidence
-        return cls(str(dtype), tuple(shape), str(data.get("device", "?")), layout, tensor,
-                   short(subclass) if subclass is not None else None)
+        return cls(short(dtype, MAX_NAME), tuple(shape), short(data.get("device", "?"), MAX_NAME), layout, tensor,
+                   short(subclass, MAX_NAME * 4) if subclass is not None else None)
 
     def __repr__(self):
         return f"TensorSpec({self.dtype}, {list(self.shape)}, {self.device})"

@@ -1,0 +1,21 @@
+"""Start-up of the grading commands: no import that costs seconds without serving grading.
+
+Every grading process (``sdpa-course``, stock ``nbgrader autograde``, formgrader's server) imports
+nbformat, and through it jsonschema. jsonschema 4.25+ also imports rfc3987-syntax, which builds
+its IRI parsers at import: about 2.2 s of CPU per process on a 2-core machine, more than a whole
+correct submission's checks. pyproject.toml keeps jsonschema below 4.25; this test fails if an
+environment brings the slow import back.
+"""
+import subprocess
+import sys
+
+# module -> why it must not be imported by a grading process
+SLOW = {"rfc3987_syntax": "jsonschema>=4.25's iri format checker: ~35 Earley parsers built at import"}
+
+
+def test_grading_processes_do_not_import_the_slow_iri_parsers():
+    code = ("import sys, nbformat, nbgrader.apps, jupyter_events.validators, autograder.cli, autograder.batch.run\n"
+            f"print(' '.join(m for m in {sorted(SLOW)!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    loaded = out.stdout.split()
+    assert not loaded, "; ".join(f"{m} is imported ({SLOW[m]}): pin jsonschema<4.25 (pyproject.toml)" for m in loaded)
