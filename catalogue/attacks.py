@@ -129,6 +129,31 @@ if os.fork() == 0:
 time.sleep(1)  # the grader looks at a runner that takes a while (has it stopped itself?)
 """
 
+# Output that would run in whoever opens the feedback page or formgrader's view (the instructor): each
+# payload names PWNED, and tests/test_pipeline.py looks for it in anything the page could execute.
+PWNED = "sdpa_pwned"
+SCRIPT_OUTPUT = f"""
+from IPython.display import HTML, Javascript, display
+display(HTML("<script>window.{PWNED} = 1</script><p onclick='window.{PWNED} = 2'>hi</p>"
+             "<a href='javascript:window.{PWNED} = 3'>link</a><img src='https://example.org/{PWNED}.png'>"))
+display(Javascript("window.{PWNED} = 4"))
+display({{"image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg' onload='window.{PWNED} = 5'/>",
+         "text/plain": "svg"}}, raw=True)
+display({{"image/png": "AAAA' onerror='window.{PWNED} = 6", "text/plain": "png"}}, raw=True)
+display({{"text/markdown": "<script>window.{PWNED} = 7</script>", "text/plain": "md"}}, raw=True)
+"""
+# The same from inside a graded function: its output lands in the visible check's cell.
+SCRIPT_IN_SOFTMAX = f"""
+def softmax(x, dim=-1):
+    from IPython.display import HTML, display
+    display(HTML("<script>window.{PWNED} = 8</script><b onmouseover='window.{PWNED} = 9'>softmax</b>"))
+    m = x.amax(dim=dim, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    e = torch.exp(x - m)
+    s = e.sum(dim=dim, keepdim=True)
+    return e / torch.where(s > 0, s, torch.ones_like(s))
+"""
+
 ATTACKS = [
     Sample("attack-allclose-patch", "attack", "zero", GARBAGE, append=("""
 import sys, types, torch, numpy, pytest
@@ -232,4 +257,7 @@ def scale_scores(scores, d_k):
     Sample("attack-leave-traces", "attack", "full", append=(LEAVE_TRACES,)),
     Sample("attack-odd-process-names", "attack", "full", append=(ODD_NAMES,)),
     Sample("attack-stop-everyone-else", "attack", "full", append=(STOP_OTHERS,)),
+    # Script in rich output: kept only in inert forms, at no cost to the student (outputs are not graded).
+    Sample("attack-script-in-output", "attack", "full", append=(SCRIPT_OUTPUT,)),
+    Sample("attack-script-in-graded-function", "attack", "full", replace={"softmax": SCRIPT_IN_SOFTMAX}),
 ]
