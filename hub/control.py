@@ -39,6 +39,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from autograder.notebook.editions import EDITIONS
 from autograder.sandbox.guest import procfs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +54,7 @@ GROUP = "sdpa-hub"  # every course user; gets traverse-only access to the interp
 COURSE_ID = "sdpa-course"
 COURSE_NAME = "sdpa-course"  # the course directory in the instructor's home
 ASSIGNMENT = "sdpa"
-ASSIGNMENTS = ("sdpa", "sdpa_en")  # the editions (autograder.notebook.editions.EDITIONS), all released
+ASSIGNMENTS = tuple(EDITIONS)  # every edition of the course is released
 # JupyterLab's display language per student (the translation extension's `locale`; zh_CN comes from
 # the jupyterlab-language-pack-zh-CN package). A student can change it in Settings > Language.
 LAB_LOCALES = {"sdpa-student-a": "zh_CN", "sdpa-student-b": "en", "sdpa-student-c": "zh_CN"}

@@ -43,9 +43,9 @@ def _size(output):
     return sum(len(k) + len(v) for k, v in output["data"].items())
 
 
-# mime type -> how its data is made inert; any other kind (javascript, SVG, markdown, widgets) is dropped
+IMAGES = ("image/png", "image/jpeg", "image/gif")  # kept as base64, the form nbformat stores them in
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
-_DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*")
+_DATA_IMAGE = re.compile(f"data:({'|'.join(map(re.escape, IMAGES))});base64,{_BASE64.pattern}")
 
 
 def _image(data: str) -> Optional[str]:
@@ -65,8 +65,8 @@ def _html(data: str) -> str:
     return nh3.clean(data, url_schemes={"http", "https", "mailto", "data"}, attribute_filter=_attribute)
 
 
-SAFE_DATA = {"text/plain": lambda d: d, "image/png": _image, "image/jpeg": _image, "image/gif": _image,
-             "text/html": _html}
+# mime type -> how its data is made inert; any other kind (javascript, SVG, markdown, widgets) is dropped
+SAFE_DATA = {"text/plain": lambda d: d, "text/html": _html, **dict.fromkeys(IMAGES, _image)}
 
 
 def _safe_data(data: dict) -> dict:
