@@ -64,6 +64,25 @@ def test_rich_output_is_kept_only_in_inert_forms():
     assert kept[3 + len(attacks)]["data"]["image/png"] == "iVBORw0KGgo=\n"
 
 
+def test_a_data_url_hidden_behind_what_browsers_ignore_is_still_dropped():
+    for url in ("&#1;data:text/html,<script>alert(1)</script>", "da&#9;ta:text/html;base64,PHNjcmlwdD4=",
+                " \n DATA:text/html,x", "d&#10;ata:text/html,x"):
+        kept = OutputBudget().take([html(f'<a href="{url}">x</a>')], count=1)
+        assert "href" not in kept[0]["data"]["text/html"], kept[0]["data"]["text/html"]
+
+
+def test_html_over_the_tag_budgets_is_dropped_not_cleaned():
+    """Some markup makes cleaning quadratic (2000 unclosed formatting tags, 16 KB, take 0.8 s and 9 MB to
+    clean), so HTML above the per-output and per-notebook tag budgets is dropped; its text/plain stays."""
+    full = "<b>" * outputs.HTML_TAGS
+    budget = OutputBudget()
+    assert budget.take([html(full + "<i>", "x")], count=1)[0]["data"] == {"text/plain": "x"}
+    fit = outputs.NOTEBOOK_HTML_TAGS // outputs.HTML_TAGS
+    shown = [budget.take([html(full, "x")], count=1)[0]["data"] for _ in range(fit + 2)]
+    assert all("text/html" in data for data in shown[:fit]), "within the budgets HTML is cleaned and kept"
+    assert all(data == {"text/plain": "x"} for data in shown[fit:]), "past the notebook's budget it is dropped"
+
+
 def test_printed_text_is_capped_per_cell_with_a_visible_note():
     budget = OutputBudget(stream_chars=10)
     kept = budget.take([stream("0123456"), stream("789abcdef", "stderr"), stream("gone")], count=1, position=4)
