@@ -4,6 +4,8 @@ Each sample's payload is what a hostile student would put in the notebook; `expe
 must still give (see `autograder.demo.submissions`).  ``GARBAGE`` (answers that earn nothing) is shared
 with the evidence samples.
 """
+import nbformat
+
 from autograder.demo.submissions import Sample
 
 
@@ -142,6 +144,27 @@ display({{"image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg' onload='wind
 display({{"image/png": "AAAA' onerror='window.{PWNED} = 6", "text/plain": "png"}}, raw=True)
 display({{"text/markdown": "<script>window.{PWNED} = 7</script>", "text/plain": "md"}}, raw=True)
 """
+# Markup in what the student writes as markdown: a written-answer cell, a cell of their own, and math
+# (latex2mathml copies \text{} and \href{} into its MathML as they are).
+SCRIPT_MARKDOWN = rf"""**My answer.** <script>window.{PWNED} = 10</script><img src="x" onerror="window.{PWNED} = 11">
+<a href="javascript:window.{PWNED} = 12">link</a> <a href="&#1;data:text/html,<script>{PWNED}</script>">data</a>
+<details open ontoggle="window.{PWNED} = 13"><summary>s</summary></details><iframe srcdoc="{PWNED}"></iframe>
+<svg><script>window.{PWNED} = 14</script></svg><math><mtext><script>window.{PWNED} = 15</script></mtext></math>
+<form action="javascript:{PWNED}"><button formaction="javascript:{PWNED}">go</button></form>
+<style>body {{ background: url({PWNED}) }}</style><p style="background: url({PWNED})">styled</p>
+
+Math: $\text{{<script>window.{PWNED} = 16</script>}}$ and $$\href{{javascript:window.{PWNED} = 17}}{{x}}$$ and
+$\style{{background: url({PWNED})}}{{y}}$ and $\text{{<img src=x onerror=window.{PWNED}=18>}}$.
+"""
+
+
+def _markup_in_markdown(nb):
+    for cell in nb["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "written-a1":
+            cell["source"] = SCRIPT_MARKDOWN
+    nb["cells"].insert(1, nbformat.v4.new_markdown_cell(SCRIPT_MARKDOWN))
+
+
 # The same from inside a graded function: its output lands in the visible check's cell.
 SCRIPT_IN_SOFTMAX = f"""
 def softmax(x, dim=-1):
@@ -257,7 +280,8 @@ def scale_scores(scores, d_k):
     Sample("attack-leave-traces", "attack", "full", append=(LEAVE_TRACES,)),
     Sample("attack-odd-process-names", "attack", "full", append=(ODD_NAMES,)),
     Sample("attack-stop-everyone-else", "attack", "full", append=(STOP_OTHERS,)),
-    # Script in rich output: kept only in inert forms, at no cost to the student (outputs are not graded).
-    Sample("attack-script-in-output", "attack", "full", append=(SCRIPT_OUTPUT,)),
+    # Script in rich output and in markdown the student writes: shown only in inert forms, at no cost to the
+    # student (outputs are not graded; markdown is rendered inert).
+    Sample("attack-script-on-the-page", "attack", "full", append=(SCRIPT_OUTPUT,), edit=_markup_in_markdown),
     Sample("attack-script-in-graded-function", "attack", "full", replace={"softmax": SCRIPT_IN_SOFTMAX}),
 ]

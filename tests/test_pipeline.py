@@ -1,7 +1,6 @@
 """Every sample submission through stock `nbgrader autograde` + `generate_feedback`."""
 import csv
 import json
-from html.parser import HTMLParser
 
 import pytest
 
@@ -11,6 +10,7 @@ from autograder.grading.misconceptions import CATALOGUE as CODES
 from autograder.sandbox.outputs import SAFE_DATA
 from catalogue.attacks import PWNED
 from catalogue.charging import MACHINE_DEPENDENT
+from tests.support.feedback_page import executable
 from tests.support.grading import grading_report
 
 pytestmark = pytest.mark.slow
@@ -41,35 +41,13 @@ def test_one_mistake_costs_points_in_its_own_part_only(graded_course, sample, ce
     assert set(lost) == {cell} and lost[cell] <= most, lost
 
 
-class _Executable(HTMLParser):
-    """What a browser could run or fetch on a page: scripts, on* handlers, URLs of src/href."""
-
-    def __init__(self):
-        super().__init__()
-        self.found, self._in_script = [], False
-
-    def handle_starttag(self, tag, attrs):
-        self._in_script = tag == "script"
-        for name, value in attrs:
-            if name.startswith("on") or name in ("src", "href", "srcdoc", "data"):
-                self.found.append(f"<{tag} {name}={value}>")
-
-    def handle_data(self, data):
-        if self._in_script:
-            self.found.append(f"<script>{data}")
-
-    def handle_endtag(self, tag):
-        self._in_script = False
-
-
-@pytest.mark.parametrize("sample", ["attack-script-in-output", "attack-script-in-graded-function"])
+@pytest.mark.parametrize("sample", ["attack-script-on-the-page", "attack-script-in-graded-function"])
 def test_student_output_cannot_run_in_the_feedback_page(graded_course, sample):
     """The autograded notebook and its feedback page keep the student's rich output only in inert forms:
     nothing a browser would execute or fetch names the payload (the code itself is shown as text)."""
     root = graded_course["root_of"](sample)
-    page = _Executable()
-    page.feed(course.feedback_html(root, sample).read_text())
-    assert not [f for f in page.found if PWNED in f], [f for f in page.found if PWNED in f]
+    found = [f for f in executable(course.feedback_html(root, sample).read_text()) if PWNED in f]
+    assert not found, found
     autograded = (root / "autograded" / sample / course.ASSIGNMENT / f"{course.ASSIGNMENT}.ipynb").read_text()
     shown = [o for c in json.loads(autograded)["cells"] for o in c.get("outputs", [])
              if o.get("output_type") in ("display_data", "execute_result")]

@@ -6,29 +6,21 @@ grade cell as "Test cell", so a student cannot tell which part lost points.  Fee
 released to students through the exchange as one HTML file, so it must carry everything itself.
 
 This exporter (``c.GenerateFeedback.exporter_class`` in nbgrader_config.py, so formgrader's
-"Generate Feedback" button uses it too) renders LaTeX to MathML when the page is generated
-(Chromium, Firefox and Safari draw MathML natively, no script, no network), drops the MathJax
-``<script>`` and labels each summary entry with its part (the grade id without ``-check``)
-and the lesson section it belongs to.  Math that cannot be converted stays as escaped TeX
-inside ``<code class="tex">`` (readable, never lost).
+"Generate Feedback" button uses it too) renders markdown through `inert_markdown.InertMarkdown`
+(LaTeX as MathML, which Chromium, Firefox and Safari draw natively, with no script and no network;
+student markup made inert), drops the MathJax ``<script>`` and labels each summary entry with its
+part (the grade id without ``-check``) and the lesson section it belongs to.
 """
-import html
 import re
 from pathlib import Path
 
-from latex2mathml.converter import convert as latex_to_mathml
 from nbconvert.exporters import HTMLExporter
-from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from traitlets import default
 
 from .. import i18n
 from ..i18n import N_, _
 from ..notebook import editions
-
-try:  # jinja2 >= 3
-    from jinja2 import pass_context
-except ImportError:  # pragma: no cover
-    from jinja2 import contextfilter as pass_context
+from .inert_markdown import InertMarkdown
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # The words nbgrader's feedback template writes, in the template's names for them (`resources.sdpa_labels`).
@@ -39,27 +31,6 @@ LABELS = {
     "answer": N_("学生的答案"), "student_task": N_("学生的任务"), "grade_cell": N_("评分单元格："),
 }
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
-
-
-def tex_to_html(tex, display=False):
-    """MathML for one formula; escaped TeX in <code class="tex"> when it cannot be converted."""
-    try:
-        return latex_to_mathml(tex.strip(), display="block" if display else "inline")
-    except Exception:  # noqa: BLE001 - any parser error: show the TeX rather than lose it
-        return f'<code class="tex">{html.escape(tex)}</code>'
-
-
-class MathMLRenderer(IPythonRenderer):
-    """nbconvert's markdown renderer, with math written as MathML instead of TeX for MathJax."""
-
-    def block_math(self, body):
-        return tex_to_html(body, display=True)
-
-    def inline_math(self, body):
-        return tex_to_html(body)
-
-    def latex_environment(self, name, body):
-        return tex_to_html(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
 
 
 def part_labels(nb):
@@ -93,15 +64,10 @@ class OfflineFeedbackExporter(HTMLExporter):
             self.extra_template_basedirs = [str(TEMPLATES), *self.extra_template_basedirs]
             self.template_paths = self._template_paths()  # computed once in __init__, from the old dirs
 
-    @pass_context
-    def markdown2html(self, context, source):
-        cell = context.get("cell", {})
-        path = context.get("resources", {}).get("metadata", {}).get("path", "")
-        renderer = MathMLRenderer(escape=False, attachments=cell.get("attachments", {}),
-                                  embed_images=self.embed_images, path=path,
-                                  anchor_link_text=self.anchor_link_text,
-                                  exclude_anchor_links=self.exclude_anchor_links, **self.lexer_options)
-        return MarkdownWithMath(renderer=renderer).render(source)
+    def default_filters(self):
+        # markdown as MathML, made inert (student cells are shown to the instructor), even without our config
+        for name, jinja_filter in super().default_filters():
+            yield name, (InertMarkdown if name == "markdown2html" else jinja_filter)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         resources = self._init_resources(resources)

@@ -1,0 +1,114 @@
+"""Markdown cells rendered for the pages an instructor opens, with math as MathML and nothing that runs.
+
+Why: nbconvert renders markdown with ``escape=False``, so raw HTML in a cell reaches the page as
+it is, and so does markup inside math (``\\text{<script>…}``, ``\\href{javascript:…}``,
+``\\style{…}`` in latex2mathml's output).  Students write the answer cells and may add cells of
+their own; the feedback page and formgrader's grading view are opened by the instructor.  So the
+rendered HTML of every markdown cell goes through nh3 (ammonia's allow-list) with the same URL rule
+as cell outputs (`outputs.inert_attribute`: images only as data: URIs), MathML allowed but no
+``style`` or ``href`` on it.  The lesson's own markdown (tables, headings with anchors,
+highlighted code, formulas) renders as before.
+
+`InertMarkdown` is a Jinja filter that nbconvert builds with the exporter as its parent: the
+feedback page uses it directly, and ``c.HTMLExporter.filters`` in nbgrader_config.py puts it
+under formgrader's plain HTMLExporter too.
+"""
+import html
+import re
+
+import nh3
+from jinja2 import pass_context
+from latex2mathml.converter import convert as latex_to_mathml
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from pygments.token import STANDARD_TYPES
+from traitlets.config import LoggingConfigurable
+
+from ..sandbox.outputs import HTML_TAGS, NOTEBOOK_HTML_TAGS, URL_SCHEMES, inert_attribute
+
+# Presentation MathML (what latex2mathml writes); semantics/annotation keep the TeX readable.
+MATHML_TAGS = {
+    "math", "semantics", "annotation", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msub", "msup",
+    "msubsup", "mfrac", "msqrt", "mroot", "mover", "munder", "munderover", "mtable", "mtr", "mtd",
+    "mstyle", "mpadded", "mphantom", "menclose", "merror", "mmultiscripts", "mprescripts", "none",
+}
+MATHML_ATTRIBUTES = {
+    "display", "xmlns", "mathvariant", "displaystyle", "scriptlevel", "stretchy", "fence", "separator",
+    "form", "largeop", "movablelimits", "accent", "accentunder", "lspace", "rspace", "minsize", "maxsize",
+    "symmetric", "width", "height", "depth", "linethickness", "columnalign", "rowalign", "columnspacing",
+    "rowspacing", "columnlines", "rowlines", "frame", "notation", "encoding", "columnspan", "rowspan",
+}
+TAGS = set(nh3.ALLOWED_TAGS) | MATHML_TAGS
+ATTRIBUTES = {
+    **{tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()},
+    **{tag: set(MATHML_ATTRIBUTES) for tag in MATHML_TAGS},
+    **{f"h{level}": {"id"} for level in range(1, 7)},  # nbconvert's heading anchors
+    "th": nh3.ALLOWED_ATTRIBUTES["th"] | {"style"}, "td": nh3.ALLOWED_ATTRIBUTES["td"] | {"style"},
+}
+# Only the classes the renderer itself writes: page classes could restyle or overlay the page.
+CLASSES = {"a": {"anchor-link"}, "div": {"highlight"}, "code": {"tex"}, "pre": set(),
+           "span": {name for name in STANDARD_TYPES.values() if name}}
+
+
+_NS0_PREFIX = re.compile(r"(</?)ns0:")
+_NS0_DECLARATION = re.compile(r' xmlns:ns0="[^"]*"')
+
+
+def tex_to_html(tex, display=False):
+    """MathML for one formula; escaped TeX in <code class="tex"> when it cannot be converted."""
+    try:
+        return latex_to_mathml(tex.strip(), display="block" if display else "inline")
+    except Exception:  # noqa: BLE001 - any parser error: show the TeX rather than lose it
+        return f'<code class="tex">{html.escape(tex)}</code>'
+
+
+class MathMLRenderer(IPythonRenderer):
+    """nbconvert's markdown renderer, with math written as MathML instead of TeX for MathJax."""
+
+    def block_math(self, body):
+        return tex_to_html(body, display=True)
+
+    def inline_math(self, body):
+        return tex_to_html(body)
+
+    def latex_environment(self, name, body):
+        return tex_to_html(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
+
+    def heading(self, text, level, **attrs):
+        # nbconvert adds the anchor through ElementTree, which writes MathML in a heading as <ns0:math>,
+        # an element no browser draws as math: give it back its plain name
+        return _NS0_DECLARATION.sub("", _NS0_PREFIX.sub(r"\1", super().heading(text, level, **attrs)))
+
+
+def clean(rendered: str) -> str:
+    """Rendered markdown with only inert markup left."""
+    return nh3.clean(rendered, tags=TAGS, attributes=ATTRIBUTES, allowed_classes=CLASSES,
+                     filter_style_properties={"text-align"}, url_schemes=URL_SCHEMES,
+                     attribute_filter=inert_attribute)
+
+
+class InertMarkdown(LoggingConfigurable):
+    """The ``markdown2html`` filter: MathML math, then `clean`.
+
+    Cleaning costs time that grows with the square of some markup (unclosed formatting tags), so a
+    cell with more than `HTML_TAGS` raw tags, or past `NOTEBOOK_HTML_TAGS` in its notebook, is shown
+    with its HTML escaped (as text, nothing lost) instead of cleaned."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        pass_context(self)  # Jinja hands the template context (the cell's attachments) to __call__
+
+    def __call__(self, context, source):
+        exporter = self.parent
+        cell = context.get("cell", {})
+        resources = context.get("resources", {})
+        tags = source.count("<")
+        left = resources.get("sdpa_markdown_tags_left", NOTEBOOK_HTML_TAGS) if isinstance(resources, dict) else 0
+        escape = tags > min(HTML_TAGS, left)
+        if isinstance(resources, dict) and not escape:
+            resources["sdpa_markdown_tags_left"] = left - tags
+        options = {} if exporter is None else {
+            "embed_images": exporter.embed_images, "anchor_link_text": exporter.anchor_link_text,
+            "exclude_anchor_links": exporter.exclude_anchor_links, **exporter.lexer_options}
+        renderer = MathMLRenderer(escape=escape, attachments=cell.get("attachments", {}),
+                                  path=resources.get("metadata", {}).get("path", ""), **options)
+        return clean(MarkdownWithMath(renderer=renderer).render(source))

@@ -1,0 +1,127 @@
+"""Unit tests of `autograder/nbgrader/inert_markdown.py`: math as MathML, markdown a student writes shown with
+nothing a browser would run, the lesson's own markdown unchanged, and formgrader's exporter using the filter."""
+import time
+from html.parser import HTMLParser
+
+import nbformat
+import pytest
+from nbconvert.exporters import HTMLExporter
+from nbconvert.filters.markdown_mistune import MarkdownWithMath
+from nbformat.v4 import new_markdown_cell, new_notebook
+from traitlets.config.loader import PyFileConfigLoader
+
+from autograder.nbgrader.inert_markdown import InertMarkdown, MathMLRenderer, tex_to_html
+from autograder.notebook import editions
+from autograder.sandbox.outputs import HTML_TAGS, NOTEBOOK_HTML_TAGS
+from catalogue import ROOT
+from catalogue.attacks import PWNED, SCRIPT_MARKDOWN
+from tests.support.feedback_page import executable
+
+
+def _render(source, resources=None, cell=None):
+    return InertMarkdown()({"cell": cell or {}, "resources": {} if resources is None else resources}, source)
+
+
+def test_a_formula_becomes_mathml():
+    inline = tex_to_html(r"\frac{QK^T}{\sqrt{d_k}}")
+    assert inline.startswith('<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">')
+    assert "<mfrac>" in inline and "<msqrt>" in inline
+    assert 'display="block"' in tex_to_html("x_i", display=True)
+
+
+def test_math_that_cannot_be_converted_stays_as_escaped_tex():
+    assert tex_to_html(r"\frac{a}{") == r'<code class="tex">\frac{a}{</code>'
+    assert tex_to_html(r"\left(<b>") == r'<code class="tex">\left(&lt;b&gt;</code>'
+
+
+def test_markdown_math_is_rendered_without_mathjax():
+    html = _render(r"Scores $$\frac{a}{b}$$, a row $x_i$, broken $\frac{a}{$.")
+    assert html.count("<math ") == 2
+    assert 'display="block"' in html and 'display="inline"' in html
+    assert r'<code class="tex">\frac{a}{</code>' in html
+    assert "$" not in html  # no TeX left for a script to typeset
+
+
+@pytest.mark.parametrize("payload", [
+    SCRIPT_MARKDOWN,
+    f'<a href="java&#x09;script:{PWNED}">x</a>', f"<img src='https://example.org/{PWNED}.png'>",
+    f'<object data="{PWNED}"></object><embed src="{PWNED}"><base href="https://{PWNED}.org/">',
+    f'<meta http-equiv="refresh" content="0;url={PWNED}"><link rel="stylesheet" href="{PWNED}">',
+    rf"$$\href{{data:text/html,{PWNED}}}{{x}}$$ $\class{{{PWNED}}}{{x}}$ $\unicode{{x{PWNED}}}$",
+    f"<noscript><p title='</noscript><img src=x onerror={PWNED}>'></noscript>",  # mutation XSS
+    f"<svg><style><img src=x onerror={PWNED}></style></svg>",
+], ids=["catalogue", "tab-in-scheme", "remote-image", "object-embed-base", "meta-link", "math-commands",
+        "noscript-mxss", "svg-style"])
+def test_nothing_a_student_writes_in_markdown_can_run(payload):
+    html = _render(payload)
+    found = [f for f in executable(html) if PWNED in f]
+    assert not found, found
+
+
+def test_what_a_student_writes_stays_readable():
+    html = _render(SCRIPT_MARKDOWN)
+    for text in ("<strong>My answer.</strong>", "link", "styled", "<summary>s</summary>", "<math"):
+        assert text in html
+
+
+class _Shape(HTMLParser):
+    """Start tags with their attributes, and the text: what the page shows, whatever the serialisation."""
+
+    def __init__(self):
+        super().__init__()
+        self.items = []
+
+    def handle_starttag(self, tag, attrs):
+        # nh3 adds rel="noopener noreferrer" to links: a link opened from the page cannot reach back into it
+        kept = [(k, v or "") for k, v in attrs if (k, v) != ("rel", "noopener noreferrer")]
+        self.items.append((tag, tuple(sorted(kept))))
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+
+    def handle_data(self, data):
+        if data.strip():
+            self.items.append(data.strip())
+
+
+def _shape(html):
+    parser = _Shape()
+    parser.feed(html)
+    return parser.items
+
+
+@pytest.mark.parametrize("edition", sorted(editions.EDITIONS))
+def test_the_lessons_own_markdown_renders_as_before(edition):
+    nb = nbformat.read(str(ROOT / "source" / edition / f"{edition}.ipynb"), as_version=4)
+    cells = [cell for cell in nb.cells if cell.cell_type == "markdown"]
+    assert len(cells) > 20
+    for cell in cells:
+        plain = MarkdownWithMath(renderer=MathMLRenderer(escape=False)).render(cell.source)
+        assert _shape(_render(cell.source, cell=cell)) == _shape(plain), cell.source[:80]
+
+
+def test_a_cell_over_the_tag_budget_is_escaped_not_cleaned():
+    heavy = "".join(f"<p><b title={i}>" for i in range(HTML_TAGS + 1))
+    start = time.perf_counter()
+    html = _render(heavy)
+    assert time.perf_counter() - start < 0.5
+    assert "&lt;b title=7&gt;" in html and "<b" not in html
+
+
+def test_the_notebook_tag_budget_is_shared_by_its_cells():
+    resources = {}
+    cell = "<b>x</b>" * (HTML_TAGS // 2)
+    for _ in range(NOTEBOOK_HTML_TAGS // HTML_TAGS):
+        assert "<b>x</b>" in _render(cell, resources)
+    assert resources["sdpa_markdown_tags_left"] == 0
+    assert "&lt;b&gt;x" in _render(cell, resources)
+
+
+def test_formgrader_renders_markdown_through_the_filter():
+    """Formgrader builds ``HTMLExporter(config=...)`` from the course's nbgrader_config.py."""
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    exporter = HTMLExporter(config=config, template_name="classic")
+    assert isinstance(exporter.environment.filters["markdown2html"], InertMarkdown)
+    page, _ = exporter.from_notebook_node(new_notebook(cells=[new_markdown_cell(SCRIPT_MARKDOWN)]))
+    found = [f for f in executable(page) if PWNED in f]
+    assert not found and "My answer." in page, found
