@@ -38,6 +38,3 @@ configure(c)
 # Feedback pages that work offline (LaTeX rendered to MathML, no MathJax CDN) and name each part
 # in their summary; formgrader's "Generate Feedback" button uses this exporter too.
 c.GenerateFeedback.exporter_class = "autograder.nbgrader.feedback_page.OfflineFeedbackExporter"
-# Markdown cells made inert wherever nbconvert renders them for the instructor: formgrader's grading
-# view uses a plain HTMLExporter, and a student's answer or added cell may hold a <script>.
-c.HTMLExporter.filters = {"markdown2html": "autograder.nbgrader.inert_markdown.InertMarkdown"}

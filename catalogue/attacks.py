@@ -152,6 +152,7 @@ SCRIPT_MARKDOWN = rf"""**My answer.** <script>window.{PWNED} = 10</script><img s
 <svg><script>window.{PWNED} = 14</script></svg><math><mtext><script>window.{PWNED} = 15</script></mtext></math>
 <form action="javascript:{PWNED}"><button formaction="javascript:{PWNED}">go</button></form>
 <style>body {{ background: url({PWNED}) }}</style><p style="background: url({PWNED})">styled</p>
+[figure](files/javascript:window.{PWNED}=19) <h6 id="apply_mask-check">a grade cell's id</h6>
 
 Math: $\text{{<script>window.{PWNED} = 16</script>}}$ and $$\href{{javascript:window.{PWNED} = 17}}{{x}}$$ and
 $\style{{background: url({PWNED})}}{{y}}$ and $\text{{<img src=x onerror=window.{PWNED}=18>}}$.

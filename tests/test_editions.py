@@ -54,44 +54,49 @@ def _results(root, assignment, student):
 
 
 @pytest.mark.slow
-def test_the_same_code_scores_the_same_in_both_editions(tmp_path):
+def test_the_same_code_scores_the_same_in_both_editions(graded_course, tmp_path):
+    """The Chinese edition's results are the catalogue's, graded by stock nbgrader (``graded_course``); the
+    English edition is graded here by stock nbgrader and by `sdpa-course autograde`."""
     samples = [s for s in catalogue.CATALOGUE if s.name in SAMPLES]
     assert len(samples) == len(SAMPLES)
     stock = course.make_course(tmp_path / "stock")
     parallel = course.make_course(tmp_path / "parallel")
     for root in (stock, parallel):
-        for assignment in (COURSE, ENGLISH):
-            course.nbgrader(root, "generate_assignment", assignment, "--force")
-            release = course.release_notebook(root, assignment)
-            for sample in samples:
-                course.submit(root, sample.name, submissions.build(sample, release), assignment)
-    for assignment in (COURSE, ENGLISH):
-        course.nbgrader(stock, "autograde", assignment, *FAST_LIMITS, check=False)
+        course.nbgrader(root, "generate_assignment", ENGLISH, "--force")
+        release = course.release_notebook(root, ENGLISH)
+        for sample in samples:
+            course.submit(root, sample.name, submissions.build(sample, release), ENGLISH)
+    course.nbgrader(stock, "autograde", ENGLISH, *FAST_LIMITS, check=False)
     proc = subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(parallel), "autograde", ENGLISH,
                            "--workers", "2", *FAST_LIMITS], capture_output=True, text=True, timeout=1200,
                           env=course.nbgrader_env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
-    chinese, english = course.grades(stock, COURSE), course.grades(stock, ENGLISH)
-    assert set(chinese) == set(SAMPLES)
+    chinese = {student: graded_course["grades"][student] for student in SAMPLES}
+    english = course.grades(stock, ENGLISH)
+    assert set(english) == set(SAMPLES)
     assert english == chinese
     assert course.grades(parallel, ENGLISH) == chinese
     # the scores are not all equal for a trivial reason: the samples score differently from each other
     assert len({sum(score or 0 for score, _ in cells.values()) for cells in chinese.values()}) >= 4
     for student in SAMPLES:
-        assert _results(stock, ENGLISH, student) == _results(stock, COURSE, student), student
-        assert _results(parallel, ENGLISH, student) == _results(stock, COURSE, student), student
-    bug = _results(stock, COURSE, "bug-mask-inverted")
+        in_chinese = _results(graded_course["root_of"](student), COURSE, student)
+        assert _results(stock, ENGLISH, student) == in_chinese, student
+        assert _results(parallel, ENGLISH, student) == in_chinese, student
+    bug = _results(stock, ENGLISH, "bug-mask-inverted")
     assert "mask-inverted" in record.codes_named(bug)
     assert any(check["example"] for cell in bug["cells"] for check in cell["checks"]), "no example was compared"
-    _assert_feedback_language(stock, "bug-mask-inverted")
+    _assert_feedback_language({COURSE: graded_course["root_of"]("bug-mask-inverted"), ENGLISH: stock},
+                              "bug-mask-inverted")
 
 
-def _assert_feedback_language(root, student):
-    """The feedback's own words (the score lines, the root-cause summary) are in the edition's language."""
+def _assert_feedback_language(root_of, student):
+    """The feedback's own words (the score lines, the root-cause summary) are in the edition's language
+    (`root_of`: the course that graded each edition)."""
     languages = ((COURSE, "项隐藏检查", "先修这里"), (ENGLISH, "hidden checks", "Fix these first"))
     for assignment, words, summary in languages:
-        nb = nbformat.read(Path(root) / "autograded" / student / assignment / f"{assignment}.ipynb", as_version=4)
+        path = Path(root_of[assignment]) / "autograded" / student / assignment / f"{assignment}.ipynb"
+        nb = nbformat.read(path, as_version=4)
         texts = [o.get("data", {}).get("text/plain", "") for c in nb.cells for o in c.get("outputs", [])]
         assert any(words in t for t in texts), (assignment, texts[:3])
         assert nb.metadata[SUMMARY_KEY]["text"].startswith(summary), nb.metadata[SUMMARY_KEY]["text"]

@@ -66,7 +66,7 @@ def pipelines() -> dict[str, list[type]]:
 
 
 def configure(c: Any) -> None:
-    """Install `pipelines` into an nbgrader config object `c`."""
+    """Install `pipelines` and the inert markdown filters into an nbgrader config object `c`."""
     for trait, steps in pipelines().items():
         section, name = trait.split(".")
         setattr(c[section], name, list(steps))
@@ -74,6 +74,12 @@ def configure(c: Any) -> None:
     # second per submission); once, after the last, still refuses a notebook that any step left invalid
     # before it is written.  nbconvert's own option.
     c.Exporter.optimistic_validation = True
+    # Markdown made inert wherever nbconvert renders it for the instructor: formgrader's grading view uses
+    # a plain HTMLExporter, and a student's answer or added cell may hold a <script> (the feedback
+    # page's exporter has these filters of its own).
+    from .inert_markdown import FILTERS
+
+    c.HTMLExporter.filters = {name: f"{f.__module__}.{f.__qualname__}" for name, f in FILTERS.items()}
     if _autograde_command():
         # `nbgrader autograde` will grade: its zygote starts now and warms up (seconds of CPU, in its own
         # sandbox) while nbgrader goes on importing and reading the course.  Default runner settings; a

@@ -6,7 +6,7 @@ grade cell as "Test cell", so a student cannot tell which part lost points.  Fee
 released to students through the exchange as one HTML file, so it must carry everything itself.
 
 This exporter (``c.GenerateFeedback.exporter_class`` in nbgrader_config.py, so formgrader's
-"Generate Feedback" button uses it too) renders markdown through `inert_markdown.InertMarkdown`
+"Generate Feedback" button uses it too) renders markdown through `inert_markdown.FILTERS`
 (LaTeX as MathML, which Chromium, Firefox and Safari draw natively, with no script and no network;
 student markup made inert), drops the MathJax ``<script>`` and labels each summary entry with its
 part (the grade id without ``-check``) and the lesson section it belongs to.
@@ -20,7 +20,7 @@ from traitlets import default
 from .. import i18n
 from ..i18n import N_, _
 from ..notebook import editions
-from .inert_markdown import InertMarkdown
+from . import inert_markdown
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # The words nbgrader's feedback template writes, in the template's names for them (`resources.sdpa_labels`).
@@ -67,7 +67,7 @@ class OfflineFeedbackExporter(HTMLExporter):
     def default_filters(self):
         # markdown as MathML, made inert (student cells are shown to the instructor), even without our config
         for name, jinja_filter in super().default_filters():
-            yield name, (InertMarkdown if name == "markdown2html" else jinja_filter)
+            yield name, inert_markdown.FILTERS.get(name, jinja_filter)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         resources = self._init_resources(resources)

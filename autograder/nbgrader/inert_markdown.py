@@ -10,8 +10,9 @@ as cell outputs (`outputs.inert_attribute`: images only as data: URIs), MathML a
 highlighted code, formulas) renders as before.
 
 `InertMarkdown` is a Jinja filter that nbconvert builds with the exporter as its parent: the
-feedback page uses it directly, and ``c.HTMLExporter.filters`` in nbgrader_config.py puts it
-under formgrader's plain HTMLExporter too.
+feedback page uses it directly, and ``c.HTMLExporter.filters`` (set by `autograder.nbgrader.configure`)
+puts it under formgrader's plain HTMLExporter too, each with `unchanged` as ``strip_files_prefix``
+(`FILTERS`).
 """
 import html
 import re
@@ -49,6 +50,11 @@ CLASSES = {"a": {"anchor-link"}, "div": {"highlight"}, "code": {"tex"}, "pre": s
            "span": {name for name in STANDARD_TYPES.values() if name}}
 
 
+# A markdown cell above this many characters is shown as text (about 0.3 s of mistune at worst, where
+# nested emphasis is quadratic); the lesson's longest is under 3,000 and all of them together under 40,000.
+MARKDOWN_CHARS, NOTEBOOK_MARKDOWN_CHARS = 10_000, 100_000
+ID_PREFIX = "sdpa-md-"  # no id the feedback page, formgrader or its script uses starts with it
+_FILES_URL = re.compile(r"""(src|href)=(["']?)/?files/""")
 _NS0_PREFIX = re.compile(r"(</?)ns0:")
 _NS0_DECLARATION = re.compile(r' xmlns:ns0="[^"]*"')
 
@@ -75,40 +81,77 @@ class MathMLRenderer(IPythonRenderer):
 
     def heading(self, text, level, **attrs):
         # nbconvert adds the anchor through ElementTree, which writes MathML in a heading as <ns0:math>,
-        # an element no browser draws as math: give it back its plain name
-        return _NS0_DECLARATION.sub("", _NS0_PREFIX.sub(r"\1", super().heading(text, level, **attrs)))
+        # an element no browser draws as math: give it back its plain name.  `clean` prefixes the id.
+        rendered = _NS0_DECLARATION.sub("", _NS0_PREFIX.sub(r"\1", super().heading(text, level, **attrs)))
+        return rendered.replace('<a class="anchor-link" href="#', f'<a class="anchor-link" href="#{ID_PREFIX}', 1)
+
+    def image(self, text, url, title=None):
+        try:
+            return super().image(text, url, title)
+        except Exception:  # noqa: BLE001 - a missing or empty attachment: show the alt text, keep the page
+            return html.escape(text)
 
 
 def clean(rendered: str) -> str:
-    """Rendered markdown with only inert markup left."""
+    """Rendered markdown with only inert markup left: student ids get `ID_PREFIX`, so they cannot take
+    the place of an element the page or formgrader's script looks up by id."""
     return nh3.clean(rendered, tags=TAGS, attributes=ATTRIBUTES, allowed_classes=CLASSES,
                      filter_style_properties={"text-align"}, url_schemes=URL_SCHEMES,
-                     attribute_filter=inert_attribute)
+                     attribute_filter=inert_attribute, id_prefix=ID_PREFIX)
+
+
+def strip_files_prefix(rendered: str) -> str:
+    """nbconvert's ``files/`` URL fix-up, done before `clean` so that nh3 judges the URL that is kept.
+
+    (The stock filter runs after this one in the templates: ``files/javascript:…`` passes nh3 as a
+    relative URL and became ``javascript:…``.  Its markdown-link part is quadratic in ``[`` and has no
+    use on HTML, so only the attribute part is done.)"""
+    return _FILES_URL.sub(r"\1=\2", rendered)
+
+
+def unchanged(rendered: str) -> str:
+    """The ``strip_files_prefix`` filter wherever `InertMarkdown` renders: its output is final."""
+    return rendered
+
+
+class _Budget:
+    """What a notebook may still spend on rendering markdown (kept in the page's resources)."""
+
+    def __init__(self):
+        self.tags, self.chars = NOTEBOOK_HTML_TAGS, NOTEBOOK_MARKDOWN_CHARS
 
 
 class InertMarkdown(LoggingConfigurable):
     """The ``markdown2html`` filter: MathML math, then `clean`.
 
-    Cleaning costs time that grows with the square of some markup (unclosed formatting tags), so a
-    cell with more than `HTML_TAGS` raw tags, or past `NOTEBOOK_HTML_TAGS` in its notebook, is shown
-    with its HTML escaped (as text, nothing lost) instead of cleaned."""
+    Rendering costs time that grows faster than the input for some sources (nested emphasis in
+    mistune; cleaning unclosed formatting tags in nh3), so a cell over `MARKDOWN_CHARS`, or past
+    `NOTEBOOK_MARKDOWN_CHARS` in its notebook, is shown as preformatted text, and one with more than
+    `HTML_TAGS` raw tags (or past `NOTEBOOK_HTML_TAGS`) with its HTML escaped: nothing is lost."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         pass_context(self)  # Jinja hands the template context (the cell's attachments) to __call__
 
     def __call__(self, context, source):
-        exporter = self.parent
-        cell = context.get("cell", {})
-        resources = context.get("resources", {})
+        exporter, cell = self.parent, context.get("cell") or {}
+        resources = context.get("resources")
+        resources = resources if isinstance(resources, dict) else {}
+        budget = resources.setdefault("sdpa_markdown_budget", _Budget())
+        if len(source) > min(MARKDOWN_CHARS, budget.chars):
+            return f"<pre>{html.escape(source)}</pre>"
+        budget.chars -= len(source)
         tags = source.count("<")
-        left = resources.get("sdpa_markdown_tags_left", NOTEBOOK_HTML_TAGS) if isinstance(resources, dict) else 0
-        escape = tags > min(HTML_TAGS, left)
-        if isinstance(resources, dict) and not escape:
-            resources["sdpa_markdown_tags_left"] = left - tags
+        escape = tags > min(HTML_TAGS, budget.tags)
+        if not escape:
+            budget.tags -= tags
         options = {} if exporter is None else {
             "embed_images": exporter.embed_images, "anchor_link_text": exporter.anchor_link_text,
             "exclude_anchor_links": exporter.exclude_anchor_links, **exporter.lexer_options}
-        renderer = MathMLRenderer(escape=escape, attachments=cell.get("attachments", {}),
+        renderer = MathMLRenderer(escape=escape, attachments=cell.get("attachments") or {},
                                   path=resources.get("metadata", {}).get("path", ""), **options)
-        return clean(MarkdownWithMath(renderer=renderer).render(source))
+        return clean(strip_files_prefix(MarkdownWithMath(renderer=renderer).render(source)))
+
+
+# The filters of every exporter that renders markdown for the instructor (``HTMLExporter.filters``).
+FILTERS = {"markdown2html": InertMarkdown, "strip_files_prefix": unchanged}

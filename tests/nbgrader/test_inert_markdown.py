@@ -1,5 +1,6 @@
 """Unit tests of `autograder/nbgrader/inert_markdown.py`: math as MathML, markdown a student writes shown with
 nothing a browser would run, the lesson's own markdown unchanged, and formgrader's exporter using the filter."""
+import re
 import time
 from html.parser import HTMLParser
 
@@ -10,7 +11,15 @@ from nbconvert.filters.markdown_mistune import MarkdownWithMath
 from nbformat.v4 import new_markdown_cell, new_notebook
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder.nbgrader.inert_markdown import InertMarkdown, MathMLRenderer, tex_to_html
+from autograder.nbgrader.inert_markdown import (
+    ID_PREFIX,
+    MARKDOWN_CHARS,
+    NOTEBOOK_MARKDOWN_CHARS,
+    InertMarkdown,
+    MathMLRenderer,
+    tex_to_html,
+    unchanged,
+)
 from autograder.notebook import editions
 from autograder.sandbox.outputs import HTML_TAGS, NOTEBOOK_HTML_TAGS
 from catalogue import ROOT
@@ -50,12 +59,29 @@ def test_markdown_math_is_rendered_without_mathjax():
     rf"$$\href{{data:text/html,{PWNED}}}{{x}}$$ $\class{{{PWNED}}}{{x}}$ $\unicode{{x{PWNED}}}$",
     f"<noscript><p title='</noscript><img src=x onerror={PWNED}>'></noscript>",  # mutation XSS
     f"<svg><style><img src=x onerror={PWNED}></style></svg>",
+    # nbconvert strips a files/ prefix from URLs after rendering: "files/javascript:" must not become a link
+    f"[figure](files/javascript:window.{PWNED}=1) <a href='/files/java\tscript:{PWNED}'>x</a>"
+    f" <a href='files/data:text/html,{PWNED}'>y</a> <a href='files/\x01javascript:{PWNED}'>z</a>",
 ], ids=["catalogue", "tab-in-scheme", "remote-image", "object-embed-base", "meta-link", "math-commands",
-        "noscript-mxss", "svg-style"])
+        "noscript-mxss", "svg-style", "files-prefix"])
 def test_nothing_a_student_writes_in_markdown_can_run(payload):
     html = _render(payload)
     found = [f for f in executable(html) if PWNED in f]
     assert not found, found
+
+
+def test_student_ids_cannot_stand_in_for_the_pages_own():
+    """formgrader's script binds a grade cell's controls to ``$("#" + grade_id)``, and its CSS fixes
+    ``#statusmessage`` over the page: a student's element must not take either id."""
+    html = _render('<h6 id="apply_mask-check"></h6>\n\n# statusmessage\n\n<h1 id="statusmessage">Saved</h1>')
+    ids = re.findall(r'\bid="([^"]*)"', html)
+    assert len(ids) == 3 and all(value.startswith(ID_PREFIX) for value in ids), ids
+    assert f'href="#{ID_PREFIX}statusmessage"' in html  # the heading's anchor link still leads to it
+
+
+def test_a_missing_attachment_leaves_its_alt_text_not_a_broken_page():
+    assert "a plot" in _render("![a plot](attachment:gone.png)")
+    assert "empty" in _render("![empty](attachment:x.png)", cell={"attachments": {"x.png": {}}})
 
 
 def test_what_a_student_writes_stays_readable():
@@ -73,7 +99,8 @@ class _Shape(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         # nh3 adds rel="noopener noreferrer" to links: a link opened from the page cannot reach back into it
-        kept = [(k, v or "") for k, v in attrs if (k, v) != ("rel", "noopener noreferrer")]
+        # and the renderer's heading ids (and their anchor links) carry ID_PREFIX
+        kept = [(k, (v or "").replace(ID_PREFIX, "")) for k, v in attrs if (k, v) != ("rel", "noopener noreferrer")]
         self.items.append((tag, tuple(sorted(kept))))
 
     def handle_startendtag(self, tag, attrs):
@@ -113,8 +140,25 @@ def test_the_notebook_tag_budget_is_shared_by_its_cells():
     cell = "<b>x</b>" * (HTML_TAGS // 2)
     for _ in range(NOTEBOOK_HTML_TAGS // HTML_TAGS):
         assert "<b>x</b>" in _render(cell, resources)
-    assert resources["sdpa_markdown_tags_left"] == 0
+    assert resources["sdpa_markdown_budget"].tags == 0
     assert "&lt;b&gt;x" in _render(cell, resources)
+
+
+def test_a_long_cell_is_shown_as_text_not_parsed():
+    """Nested emphasis is quadratic in mistune (48 KB of it took 14 s): a cell over the cap is not parsed."""
+    k = MARKDOWN_CHARS // 6 + 1
+    nested = "*a " * k + "b" + " a*" * k
+    start = time.perf_counter()
+    html = _render(nested)
+    assert time.perf_counter() - start < 0.5
+    assert html.startswith("<pre>") and "<em>" not in html and "*a *a" in html
+
+
+def test_the_notebook_character_budget_is_shared_by_its_cells():
+    resources, cell = {}, "*word* " * (MARKDOWN_CHARS // 8)
+    for _ in range(NOTEBOOK_MARKDOWN_CHARS // len(cell)):
+        assert "<em>word</em>" in _render(cell, resources)
+    assert _render(cell, resources).startswith("<pre>")
 
 
 def test_formgrader_renders_markdown_through_the_filter():
@@ -122,6 +166,7 @@ def test_formgrader_renders_markdown_through_the_filter():
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     exporter = HTMLExporter(config=config, template_name="classic")
     assert isinstance(exporter.environment.filters["markdown2html"], InertMarkdown)
+    assert exporter.environment.filters["strip_files_prefix"] is unchanged
     page, _ = exporter.from_notebook_node(new_notebook(cells=[new_markdown_cell(SCRIPT_MARKDOWN)]))
     found = [f for f in executable(page) if PWNED in f]
     assert not found and "My answer." in page, found
