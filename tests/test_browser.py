@@ -48,6 +48,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 STUDENT_NOTEBOOK = f"student/{course.ASSIGNMENT}/{course.ASSIGNMENT}.ipynb"
 BUGGY, CORRECT = "bug-mask-inverted", "correct-reference"
+HOSTILE = "attack-script-on-the-page"  # script in its outputs and in the markdown it writes
 ENGLISH = "sdpa_en"  # the English edition: the buggy student is graded in it too
 # Generous limits for a loaded 2-core machine; a normal run is much faster.
 SERVER_START_S = 90
@@ -194,12 +195,12 @@ def browser():
 
 @pytest.fixture(scope="module")
 def graded(course_dir):
-    """generate_assignment, two submissions (buggy and correct), autograde, generate_feedback."""
+    """generate_assignment, three submissions (buggy, correct, hostile), autograde, generate_feedback."""
     with _timed("grade 2 submissions (generate, autograde, feedback)"):
         course.nbgrader(course_dir, "generate_assignment", course.ASSIGNMENT, "--force")
         release = course.release_notebook(course_dir)
         by_name = {s.name: s for s in catalogue.CATALOGUE}
-        for student in (BUGGY, CORRECT):
+        for student in (BUGGY, CORRECT, HOSTILE):
             course.submit(course_dir, student, catalogue.build(by_name[student], release))
         course.nbgrader(course_dir, "autograde", course.ASSIGNMENT)
         course.nbgrader(course_dir, "generate_feedback", course.ASSIGNMENT)
@@ -454,7 +455,7 @@ def test_formgrader_shows_written_answer_for_manual_grading(graded, lab, browser
                                    f"{course.ASSIGNMENT}/{course.ASSIGNMENT}")
             assert api.ok, f"formgrader API: {api.status} {api.text()[:300]}"
             by_student = {s["student"]: s for s in api.json()}
-            assert set(by_student) == {BUGGY, CORRECT}
+            assert set(by_student) == {BUGGY, CORRECT, HOSTILE}
             assert by_student[BUGGY]["needs_manual_grade"], "written answers should wait for a manual grade"
             # Manual Grading > sdpa > sdpa > the buggy student's submission, as an instructor clicks it.
             page.goto(f"{lab['base']}/formgrader/gradebook/{course.ASSIGNMENT}/{course.ASSIGNMENT}")
@@ -474,6 +475,44 @@ def test_formgrader_shows_written_answer_for_manual_grading(graded, lab, browser
         lab_ui.enter_manual_grade(page, score, grades_url, "written-a1", 2)
     finally:
         page.close()
+
+
+def test_student_markup_does_nothing_in_the_instructors_browser(graded, lab, browser):
+    """The hostile submission's feedback page and formgrader view, in Chromium: no payload ran, the page
+    fetched nothing from outside, no link leads to javascript: or data:, and no element of the student's
+    took the id of a grade cell."""
+    from catalogue.attacks import PWNED
+
+    formgrader = f"{lab['base']}/formgrader"
+    api = browser.new_page().request.get(f"{formgrader}/api/submitted_notebooks/{course.ASSIGNMENT}/"
+                                          f"{course.ASSIGNMENT}?token={lab['token']}")
+    if not api.ok:
+        pytest.skip(f"formgrader is not served by this JupyterLab/nbgrader: {api.status}")
+    hostile = next(s for s in api.json() if s["student"] == HOSTILE)
+    for url in (course.feedback_html(graded, HOSTILE).as_uri(),
+                f"{formgrader}/submissions/{hostile['id']}?token={lab['token']}"):
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        fetched = []
+        page.on("request", lambda request: fetched.append(request.url))
+        page.on("dialog", lambda dialog: fetched.append(f"dialog {dialog.message}"))
+        try:
+            page.goto(url)
+            page.wait_for_load_state("networkidle")
+            for element in page.locator("details").all():  # <details ontoggle=...> fires when opened
+                element.evaluate("d => { d.open = true; }")
+            page.mouse.move(10, 10)
+            page.mouse.wheel(0, 4000)
+            page.wait_for_timeout(300)
+            assert page.evaluate(f"typeof window.{PWNED}") == "undefined", url
+            assert not [f for f in fetched if PWNED in f], fetched
+            schemes = page.evaluate("[...document.querySelectorAll('a[href], area[href], form[action]')]"
+                                    ".map(a => new URL(a.href || a.action, location.href).protocol)")
+            assert not {"javascript:", "data:"} & set(schemes), schemes
+            owner = page.evaluate("document.getElementById('apply_mask-check')?.closest('.text_cell, "
+                                  ".jp-MarkdownCell') ? 'student' : 'page'")
+            assert owner == "page", url
+        finally:
+            page.close()
 
 
 def test_feedback_pages_pass_axe_in_both_editions(graded_english, browser):
