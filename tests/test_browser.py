@@ -493,8 +493,8 @@ def test_student_markup_does_nothing_in_the_instructors_browser(graded, lab, bro
                 f"{formgrader}/submissions/{hostile['id']}?token={lab['token']}"):
         page = browser.new_page(viewport={"width": 1200, "height": 900})
         fetched = []
-        page.on("request", lambda request: fetched.append(request.url))
-        page.on("dialog", lambda dialog: fetched.append(f"dialog {dialog.message}"))
+        page.on("request", lambda request, seen=fetched: seen.append(request.url))
+        page.on("dialog", lambda dialog, seen=fetched: seen.append(f"dialog {dialog.message}"))
         try:
             page.goto(url)
             page.wait_for_load_state("networkidle")
