@@ -76,12 +76,15 @@ def copy_course(base: Path, target: Path, students=None) -> Path:
     return target
 
 
-def cpu_floor(args, top: Path):
-    """CPU floor figures from a `--profile --zygote --kind correct` run in its own process (None if it failed)."""
-    out = top / "floor.json"
-    cmd = [sys.executable, "-m", "benchmarks", "profile", "--zygote", "--kind", "correct", "--n", "4",
-           "--dir", str(top / "floor"), "--json", str(out), *args.nbgrader_args]
-    with open(top / "floor.log", "w") as log:
+FLOOR_KINDS = ("correct", "buggy")  # the kinds `profile --kind` measures
+
+
+def cpu_floor(args, top: Path, kind: str = "correct"):
+    """CPU floor figures from a `profile --zygote --kind KIND` run in its own process (None if it failed)."""
+    out = top / f"floor-{kind}.json"
+    cmd = [sys.executable, "-m", "benchmarks", "profile", "--zygote", "--kind", kind, "--n", "4",
+           "--dir", str(top / f"floor-{kind}"), "--json", str(out), *args.nbgrader_args]
+    with open(top / f"floor-{kind}.log", "w") as log:
         subprocess.run(cmd, cwd=ROOT, env=course.nbgrader_env(), stdout=log, stderr=subprocess.STDOUT)
     return json.loads(out.read_text()) if out.exists() else None
 
@@ -178,9 +181,27 @@ def print_times(students, stock, clis, checks, rows, sampled, loads, floor):
     return stock_each
 
 
+def print_kind_floors(rows, floors, clis):
+    """Each kind's CLI seconds against that kind's own CPU floor: what the class ratio mixes together."""
+    print("\nper kind, against that kind's CPU floor (the CPU of its cells and hidden checks, runners forked from a "
+          "zygote): the wN worker's seconds on its core, and the wN share against the floor on N cores")
+    for kind in FLOOR_KINDS:
+        floor, row = floors.get(kind), rows.get(kind)
+        if floor is None or floor["total"] <= 0 or row is None:
+            continue
+        parts = []
+        for workers in clis:
+            cores = min(workers, floor["cores"])
+            worker, share = row[f"w{workers}"], row[f"w{workers}-share"]
+            if worker is not None:
+                parts.append(f"w{workers} worker {worker:.2f} s = {worker / floor['total']:.2f}x, share {share:.2f} s "
+                             f"= {share / (floor['total'] / cores):.2f}x on {cores} core{'s' * (cores != 1)}")
+        print(f"  {kind}: floor {floor['total']:.2f} s CPU; " + "; ".join(parts))
+
+
 def print_floor(floor):
     if floor is None or floor["total"] <= 0:
-        print("\nCPU floor: not measured (see floor.log under --dir, kept with --keep)")
+        print("\nCPU floor: not measured (see floor-correct.log under --dir, kept with --keep)")
         return
     per = floor["total"] / floor["cores"]
     runner = f"{floor['runner']:.2f} s" if floor["runner"] > 0 else "unavailable (no runner pid)"
@@ -316,13 +337,15 @@ def bench(args) -> int:
     checks = {kind: (student, graders.run_check(base, submitted_notebook(base, student), student,
                                                  args.nbgrader_args, tmp)) for kind, student in first.items()}
     loads.append(os.getloadavg()[0])
-    print("CPU floor: python -m benchmarks profile --zygote --kind correct --n 4 ...", flush=True)
-    floor = cpu_floor(args, top)
+    print(f"CPU floor: python -m benchmarks profile --zygote --kind {{{','.join(FLOOR_KINDS)}}} --n 4 ...", flush=True)
+    floors = {kind: cpu_floor(args, top, kind) for kind in FLOOR_KINDS}
+    floor = floors["correct"]
     rows = per_kind(students, stock, clis, checks)
     print(f"\nthe first sdpa-course check, which also timed the reference solution: {cold.wall:.1f} s (exit "
           f"{cold.returncode}); reference timings kept in the course: {kept}")
     print_floor(floor)
     print_times(students, stock, clis, checks, rows, len(sample) < n, loads, floor)
+    print_kind_floors(rows, floors, clis)
     widest = max(clis)
     print_scale(clis[widest], n, widest)
     print()

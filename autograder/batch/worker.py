@@ -238,11 +238,14 @@ def warm_parent() -> None:
     import torch  # noqa: F401
     from nbgrader.converters import Autograde  # noqa: F401
 
+    from .. import i18n
     from ..grading import assertions, hidden_checks  # noqa: F401
     from ..nbgrader import pipelines
     from ..sandbox import forkserver, pool  # noqa: F401
 
     pipelines()  # imports every step
+    for locale in i18n.LOCALES.values():  # the message catalogs, read once (Babel parses the .po files)
+        i18n.catalog(locale)
 
     try:  # builds nbformat's JSON-schema validator (and its format checkers) once
         nbformat.validate(nbformat.v4.new_notebook())
