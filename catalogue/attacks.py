@@ -159,11 +159,22 @@ $\style{{background: url({PWNED})}}{{y}}$ and $\text{{<img src=x onerror=window.
 """
 
 
+OVERLAY = "x modal-backdrop in"  # Bootstrap's full-page fixed overlay, as class names a page would print
+
+
 def _markup_in_markdown(nb):
+    """The payloads in a written answer and an added cell; page classes in an added raw cell, in tags and in the
+    notebook's language (the code's CSS class)."""
     for cell in nb["cells"]:
         if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "written-a1":
             cell["source"] = SCRIPT_MARKDOWN
-    nb["cells"].insert(1, nbformat.v4.new_markdown_cell(SCRIPT_MARKDOWN))
+    nb["cells"][1:1] = [
+        nbformat.v4.new_markdown_cell(SCRIPT_MARKDOWN),
+        nbformat.v4.new_raw_cell(f'<div class="{OVERLAY}" id="statusmessage">overlay</div>',
+                                 metadata={"raw_mimetype": "text/html"}),
+        nbformat.v4.new_code_cell("tagged = 1", metadata={"tags": [OVERLAY]}),
+    ]
+    nb["metadata"]["language_info"] = {"name": OVERLAY, "pygments_lexer": OVERLAY}
 
 
 # The same from inside a graded function: its output lands in the visible check's cell.

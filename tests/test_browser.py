@@ -511,6 +511,10 @@ def test_student_markup_does_nothing_in_the_instructors_browser(graded, lab, bro
             owner = page.evaluate("document.getElementById('apply_mask-check')?.closest('.text_cell, "
                                   ".jp-MarkdownCell') ? 'student' : 'page'")
             assert owner == "page", url
+            # page classes from the student's raw cell, tags or notebook language: a fixed overlay
+            assert page.locator(".modal-backdrop").count() == 0, url
+            assert page.evaluate("[...document.querySelectorAll('.highlight')]"
+                                 ".filter(e => getComputedStyle(e).position === 'fixed').length") == 0, url
         finally:
             page.close()
 

@@ -66,8 +66,8 @@ class OfflineFeedbackExporter(HTMLExporter):
 
     def default_filters(self):
         # markdown as MathML, made inert (student cells are shown to the instructor), even without our config
-        for name, jinja_filter in super().default_filters():
-            yield name, inert_markdown.FILTERS.get(name, jinja_filter)
+        yield from super().default_filters()
+        yield from inert_markdown.FILTERS.items()  # a repeated name: the last one wins
 
     def from_notebook_node(self, nb, resources=None, **kw):
         resources = self._init_resources(resources)

@@ -53,6 +53,7 @@ CLASSES = {"a": {"anchor-link"}, "div": {"highlight"}, "code": {"tex"}, "pre": s
 # A markdown cell above this many characters is shown as text (about 0.3 s of mistune at worst, where
 # nested emphasis is quadratic); the lesson's longest is under 3,000 and all of them together under 40,000.
 MARKDOWN_CHARS, NOTEBOOK_MARKDOWN_CHARS = 10_000, 100_000
+NOTEBOOK_IMAGE_CHARS = 8 * 2**20  # attachments embedded in the page, as for outputs (`outputs.NOTEBOOK_CHARS`)
 ID_PREFIX = "sdpa-md-"  # no id the feedback page, formgrader or its script uses starts with it
 _FILES_URL = re.compile(r"""(src|href)=(["']?)/?files/""")
 _NS0_PREFIX = re.compile(r"(</?)ns0:")
@@ -85,11 +86,19 @@ class MathMLRenderer(IPythonRenderer):
         rendered = _NS0_DECLARATION.sub("", _NS0_PREFIX.sub(r"\1", super().heading(text, level, **attrs)))
         return rendered.replace('<a class="anchor-link" href="#', f'<a class="anchor-link" href="#{ID_PREFIX}', 1)
 
+    budget = None  # the notebook's `_Budget`, set by `InertMarkdown`
+
     def image(self, text, url, title=None):
         try:
-            return super().image(text, url, title)
+            rendered = super().image(text, url, title)
         except Exception:  # noqa: BLE001 - a missing or empty attachment: show the alt text, keep the page
             return html.escape(text)
+        # an attachment is embedded again at each reference: its bytes count against the notebook
+        if self.budget is not None:
+            if len(rendered) > self.budget.image_chars:
+                return html.escape(text)
+            self.budget.image_chars -= len(rendered)
+        return rendered
 
 
 def clean(rendered: str) -> str:
@@ -118,7 +127,24 @@ class _Budget:
     """What a notebook may still spend on rendering markdown (kept in the page's resources)."""
 
     def __init__(self):
-        self.tags, self.chars = NOTEBOOK_HTML_TAGS, NOTEBOOK_MARKDOWN_CHARS
+        self.tags, self.chars, self.image_chars = NOTEBOOK_HTML_TAGS, NOTEBOOK_MARKDOWN_CHARS, NOTEBOOK_IMAGE_CHARS
+
+
+def _budget(context) -> _Budget:
+    resources = context.get("resources")
+    return resources.setdefault("sdpa_markdown_budget", _Budget()) if isinstance(resources, dict) else _Budget()
+
+
+@pass_context
+def clean_html(context, element) -> str:
+    """The ``clean_html`` filter (a raw cell's HTML; nbconvert's bleach keeps any class and id): `clean`,
+    or escaped text past the tag budget."""
+    element = element.decode() if isinstance(element, bytes) else str(element)
+    budget, tags = _budget(context), element.count("<")
+    if tags > min(HTML_TAGS, budget.tags):
+        return html.escape(element)
+    budget.tags -= tags
+    return clean(strip_files_prefix(element))
 
 
 class InertMarkdown(LoggingConfigurable):
@@ -137,7 +163,7 @@ class InertMarkdown(LoggingConfigurable):
         exporter, cell = self.parent, context.get("cell") or {}
         resources = context.get("resources")
         resources = resources if isinstance(resources, dict) else {}
-        budget = resources.setdefault("sdpa_markdown_budget", _Budget())
+        budget = _budget(context)
         if len(source) > min(MARKDOWN_CHARS, budget.chars):
             return f"<pre>{html.escape(source)}</pre>"
         budget.chars -= len(source)
@@ -150,8 +176,9 @@ class InertMarkdown(LoggingConfigurable):
             "exclude_anchor_links": exporter.exclude_anchor_links, **exporter.lexer_options}
         renderer = MathMLRenderer(escape=escape, attachments=cell.get("attachments") or {},
                                   path=resources.get("metadata", {}).get("path", ""), **options)
+        renderer.budget = budget
         return clean(strip_files_prefix(MarkdownWithMath(renderer=renderer).render(source)))
 
 
 # The filters of every exporter that renders markdown for the instructor (``HTMLExporter.filters``).
-FILTERS = {"markdown2html": InertMarkdown, "strip_files_prefix": unchanged}
+FILTERS = {"markdown2html": InertMarkdown, "strip_files_prefix": unchanged, "clean_html": clean_html}

@@ -66,6 +66,8 @@ def inert_attribute(element: str, attribute: str, value: str) -> Optional[str]:
         return value if element == "img" and attribute == "src" and _DATA_IMAGE.fullmatch(value) else None
     if element == "img" and attribute == "src":
         return None  # no remote images: the page must not call out when it is opened
+    if attribute == "cite":
+        return None  # a URL no browser opens, and one nh3 does not check
     return value
 
 

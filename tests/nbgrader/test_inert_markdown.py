@@ -11,12 +11,15 @@ from nbconvert.filters.markdown_mistune import MarkdownWithMath
 from nbformat.v4 import new_markdown_cell, new_notebook
 from traitlets.config.loader import PyFileConfigLoader
 
+from autograder.nbgrader.feedback_page import OfflineFeedbackExporter
 from autograder.nbgrader.inert_markdown import (
     ID_PREFIX,
     MARKDOWN_CHARS,
+    NOTEBOOK_IMAGE_CHARS,
     NOTEBOOK_MARKDOWN_CHARS,
     InertMarkdown,
     MathMLRenderer,
+    clean_html,
     tex_to_html,
     unchanged,
 )
@@ -82,6 +85,24 @@ def test_student_ids_cannot_stand_in_for_the_pages_own():
 def test_a_missing_attachment_leaves_its_alt_text_not_a_broken_page():
     assert "a plot" in _render("![a plot](attachment:gone.png)")
     assert "empty" in _render("![empty](attachment:x.png)", cell={"attachments": {"x.png": {}}})
+
+
+def test_an_attachment_referenced_again_and_again_costs_its_bytes_each_time():
+    """One 1 MB image shown 500 times was 773 MB of page and 33 s: embedded bytes count per notebook."""
+    image = "iVBORw0KGgo" + "A" * (2**20)
+    start = time.perf_counter()
+    html = _render("![pic](attachment:a)" * 500, cell={"attachments": {"a": {"image/png": image}}})
+    assert time.perf_counter() - start < 5
+    assert NOTEBOOK_IMAGE_CHARS // 2 < len(html) < NOTEBOOK_IMAGE_CHARS + 100_000
+    assert html.count("<img") == NOTEBOOK_IMAGE_CHARS // len(image) and "pic" in html
+
+
+def test_a_raw_cell_is_cleaned_like_markdown():
+    """nbconvert prints a raw cell through bleach, which keeps any class and id: a fixed overlay."""
+    page = clean_html({"resources": {}}, '<div class="modal-backdrop in" id="statusmessage">x</div>'
+                                         '<q cite="javascript:alert(1)">q</q>')
+    assert "modal" not in page and "cite" not in page and "statusmessage" not in page, page
+    assert clean_html({"resources": {}}, "<b>" * (HTML_TAGS + 1)).startswith("&lt;b&gt;")
 
 
 def test_what_a_student_writes_stays_readable():
@@ -165,8 +186,10 @@ def test_formgrader_renders_markdown_through_the_filter():
     """Formgrader builds ``HTMLExporter(config=...)`` from the course's nbgrader_config.py."""
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     exporter = HTMLExporter(config=config, template_name="classic")
-    assert isinstance(exporter.environment.filters["markdown2html"], InertMarkdown)
-    assert exporter.environment.filters["strip_files_prefix"] is unchanged
+    for used in (exporter, OfflineFeedbackExporter()):
+        assert isinstance(used.environment.filters["markdown2html"], InertMarkdown)
+        assert used.environment.filters["strip_files_prefix"] is unchanged
+        assert used.environment.filters["clean_html"] is clean_html
     page, _ = exporter.from_notebook_node(new_notebook(cells=[new_markdown_cell(SCRIPT_MARKDOWN)]))
     found = [f for f in executable(page) if PWNED in f]
     assert not found and "My answer." in page, found

@@ -301,3 +301,27 @@ def test_written_answer_keeps_its_attachments(course):
     out = _restore(course, nb)
     assert _cell(out, "essay").source == essay.source
     assert _cell(out, "essay").get("attachments") == essay["attachments"]
+
+
+def test_an_added_cell_keeps_no_metadata_a_page_would_print_as_markup(course):
+    """The feedback page and formgrader print tags as CSS classes and a raw cell by its format."""
+    nb = _answered(course)
+    code = new_code_cell("y = 2", metadata={"tags": ["ok_tag", "x modal-backdrop in"], "scrolled": True,
+                                            "widgets": {"state": 1}, "nbgrader": {"grade": True}})
+    raw = nbformat.v4.new_raw_cell("<div class='modal'>x</div>", metadata={"raw_mimetype": "text/html"})
+    nb.cells[2:2] = [code, raw]
+    out = _restore(course, nb)
+    kept_code = next(c for c in out.cells if c.source == "y = 2")
+    assert kept_code.metadata == {"tags": ["ok_tag"], "scrolled": True}
+    kept_raw = next(c for c in out.cells if c.cell_type == "raw")
+    assert kept_raw.metadata == {} and kept_raw.source == raw.source
+
+
+def test_the_notebook_metadata_is_the_releases(course):
+    """``language_info`` becomes the class of every code block on the page."""
+    nb = _answered(course)
+    nb.metadata["language_info"] = {"name": "x modal-backdrop in"}
+    nb.metadata["title"] = "<script>"
+    out = _restore(course, nb)
+    release = nbformat.read(str(course["root"] / RELEASE_DIR / ASSIGNMENT / f"{NOTEBOOK}.ipynb"), as_version=4)
+    assert out.metadata == release.metadata
