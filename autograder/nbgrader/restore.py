@@ -41,8 +41,10 @@ def _added_cell(cell: dict) -> nbformat.NotebookNode:
             if isinstance(kept["tags"], list) else []
     added = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
              "raw": nbformat.v4.new_raw_cell}[kind](source, metadata=kept)
-    if "id" in cell and isinstance(cell["id"], str):
+    if "id" in cell:  # the student's id (nbformat checks it), or none, as the cell had: no random new one
         added["id"] = cell["id"]
+    else:
+        added.pop("id", None)
     if kind == "code":
         added["outputs"], added["execution_count"] = copy.deepcopy(cell.get("outputs", [])), cell.get("execution_count")
     if kind == "markdown" and isinstance(cell.get("attachments"), dict):
