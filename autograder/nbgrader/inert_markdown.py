@@ -94,10 +94,8 @@ class MathMLRenderer(IPythonRenderer):
         except Exception:  # noqa: BLE001 - a missing or empty attachment: show the alt text, keep the page
             return html.escape(text)
         # an attachment is embedded again at each reference: its bytes count against the notebook
-        if self.budget is not None:
-            if len(rendered) > self.budget.image_chars:
-                return html.escape(text)
-            self.budget.image_chars -= len(rendered)
+        if self.budget is not None and not self.budget.take("image_chars", len(rendered)):
+            return html.escape(text)
         return rendered
 
 
@@ -129,6 +127,15 @@ class _Budget:
     def __init__(self):
         self.tags, self.chars, self.image_chars = NOTEBOOK_HTML_TAGS, NOTEBOOK_MARKDOWN_CHARS, NOTEBOOK_IMAGE_CHARS
 
+    def take(self, name: str, amount: int, most: float = float("inf")) -> bool:
+        """Spend `amount` of `name` if it is at most `most` (the cap of one cell) and what is left; else
+        spend nothing and return False."""
+        left = getattr(self, name)
+        if amount > min(most, left):
+            return False
+        setattr(self, name, left - amount)
+        return True
+
 
 def _budget(context) -> _Budget:
     resources = context.get("resources")
@@ -140,11 +147,9 @@ def clean_html(context, element) -> str:
     """The ``clean_html`` filter (a raw cell's HTML; nbconvert's bleach keeps any class and id): `clean`,
     or escaped text past the tag budget."""
     element = element.decode() if isinstance(element, bytes) else str(element)
-    budget, tags = _budget(context), element.count("<")
-    if tags > min(HTML_TAGS, budget.tags):
+    if not _budget(context).take("tags", element.count("<"), HTML_TAGS):
         return html.escape(element)
-    budget.tags -= tags
-    return clean(strip_files_prefix(element))
+    return clean(element)
 
 
 class InertMarkdown(LoggingConfigurable):
@@ -164,13 +169,9 @@ class InertMarkdown(LoggingConfigurable):
         resources = context.get("resources")
         resources = resources if isinstance(resources, dict) else {}
         budget = _budget(context)
-        if len(source) > min(MARKDOWN_CHARS, budget.chars):
+        if not budget.take("chars", len(source), MARKDOWN_CHARS):
             return f"<pre>{html.escape(source)}</pre>"
-        budget.chars -= len(source)
-        tags = source.count("<")
-        escape = tags > min(HTML_TAGS, budget.tags)
-        if not escape:
-            budget.tags -= tags
+        escape = not budget.take("tags", source.count("<"), HTML_TAGS)
         options = {} if exporter is None else {
             "embed_images": exporter.embed_images, "anchor_link_text": exporter.anchor_link_text,
             "exclude_anchor_links": exporter.exclude_anchor_links, **exporter.lexer_options}
