@@ -165,6 +165,7 @@ def test_test_cell_with_edited_grade_id_comes_back(course):
         nbgrader_meta(c)["points"] for c in course["source"].cells if nbgrader_meta(c).get("grade"))
     plain = copy.deepcopy(cell)
     del plain.metadata["nbgrader"]
+    plain["id"] = "added-0"  # it had the restored cell's id, which stays the instructor's
     expected = _expected(course, answers)
     expected.insert(_ids(course["source"]).index("ans-softmax") + 1, plain)  # the last known cell before it
     assert out.cells == expected
@@ -325,3 +326,57 @@ def test_the_notebook_metadata_is_the_releases(course):
     out = _restore(course, nb)
     release = nbformat.read(str(course["root"] / RELEASE_DIR / ASSIGNMENT / f"{NOTEBOOK}.ipynb"), as_version=4)
     assert out.metadata == release.metadata
+
+
+def test_an_added_cell_keeps_jupyter_metadata_only_of_the_schemas_types(course):
+    """A wrong-typed display key would make the whole notebook fail nbformat's validation, ungraded."""
+    nb = _answered(course)
+    odd = new_code_cell("y = 3")
+    odd.metadata = {"collapsed": "x", "scrolled": "auto", "editable": 1,
+                    "jupyter": {"source_hidden": True, "outputs_hidden": "no", "x": 1},
+                    "tags": ["a", "a", "b", 7], "execution": {"iopub.status.busy": 1}}
+    bad_jupyter = new_markdown_cell("note")
+    bad_jupyter.metadata = {"jupyter": "str", "tags": "not-a-list"}
+    nb.cells[2:2] = [odd, bad_jupyter]
+    out = _restore(course, nb)
+    nbformat.validate(out)
+    assert next(c for c in out.cells if c.source == "y = 3").metadata == {
+        "scrolled": "auto", "jupyter": {"source_hidden": True}, "tags": ["a", "b"]}
+    assert next(c for c in out.cells if c.source == "note").metadata == {}
+
+
+def test_an_added_cell_never_takes_an_instructor_cells_id(course):
+    """nbformat would rename one of two equal ids at random, perhaps the instructor's, which pages link to."""
+    nb = _answered(course)
+    instructor_ids = [c["id"] for c in course["source"].cells]
+    copies = [new_code_cell(f"z = {n}") for n in range(4)]
+    copies[0]["id"], copies[1]["id"], copies[2]["id"] = instructor_ids[3], "added-0", "bad id!"
+    copies[3]["id"] = "mine"
+    nb.cells[2:2] = copies
+    out = _restore(course, nb)
+    nbformat.validate(out)
+    ids = [c["id"] for c in out.cells]
+    assert len(ids) == len(set(ids))
+    assert [c["id"] for c in out.cells if grade_id(c) is not None] == instructor_ids
+    by_source = {c.source: c["id"] for c in out.cells}
+    assert by_source["z = 1"] == "added-0" and by_source["z = 3"] == "mine"
+    assert {by_source["z = 0"], by_source["z = 2"]} == {"added-1", "added-2"}
+    assert _restore(course, copy.deepcopy(nb)).cells == out.cells  # the same in every grading
+
+
+def test_an_answer_keeps_only_what_its_cell_type_may_hold(course):
+    """Attachments belong to markdown; a code answer that carries some would fail validation."""
+    nb = _answered(course)
+    image = {"a.png": {"image/png": "iVBORw0KGgo="}}
+    for cell in nb.cells:
+        if is_answer_cell(cell):
+            cell["attachments"] = dict(image, broken="x")
+    nb.cells[2].source = ["def softmax(x):\n", "    return x\n"]
+    out = _restore(course, nb)
+    nbformat.validate(out)
+    assert _cell(out, "ans-softmax").source == "def softmax(x):\n    return x\n"
+    assert "attachments" not in _cell(out, "ans-softmax") and _cell(out, "essay")["attachments"] == image
+    nb.cells[2].source = 5
+    with pytest.raises(CellError, match="source is a int") as raised:
+        _restore(course, nb)
+    assert (raised.value.index, raised.value.grade_id) == (2, "ans-softmax")
