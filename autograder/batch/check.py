@@ -18,7 +18,7 @@ from ..notebook.cells import grade_id, nbgrader_meta
 from .bundle import make_bundle
 from .coursedir import CourseError, check_course, load_app
 from .failures import Failure, failure_result
-from .worker import Grader
+from .worker import Grader, collector_paused
 
 
 def check_notebook(course: Union[str, os.PathLike], notebook: Union[str, os.PathLike], assignment: str,
@@ -32,8 +32,9 @@ def check_notebook(course: Union[str, os.PathLike], notebook: Union[str, os.Path
     path = os.path.abspath(notebook)
     if not os.path.isfile(path):
         raise CourseError(f"notebook {notebook} not found — pass the path of an .ipynb file")
-    app = load_app(course, extra)
-    check_course(app, assignment)
+    with collector_paused():  # these import nbgrader and torch
+        app = load_app(course, extra)
+        check_course(app, assignment)
     with Gradebook(app.coursedir.db_url, app.coursedir.course_id) as gb:
         spec = gb.find_assignment(assignment)
         names = [nb.name for nb in spec.notebooks]
@@ -48,7 +49,8 @@ def check_notebook(course: Union[str, os.PathLike], notebook: Union[str, os.Path
     print(f"grading {path} as {name}.ipynb of {assignment}, student {student!r} (not saved to the gradebook)",
           file=sys.stderr)
     started = time.perf_counter()
-    grader = Grader(make_bundle(app, assignment, extra), pool=pool)  # runners from a warm zygote
+    with collector_paused():
+        grader = Grader(make_bundle(app, assignment, extra), pool=pool)  # runners from a warm zygote
     try:
         result = grader.grade({"student": student, "files": {f"{name}.ipynb": (Path(path).read_bytes(), 0o644)}})
     finally:

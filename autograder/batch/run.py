@@ -56,7 +56,7 @@ from .dask_cluster import DEFAULT_TIMEOUT, grade_on_dask_worker, probe_scheduler
 from .failures import Failure, exit_text, failure_result, reason_of
 from .importer import Importer
 from .local_workers import LocalWorker, remove_stale_worker_dirs, start_zygotes, stop_zygotes
-from .worker import warm_parent
+from .worker import collector_paused, warm_parent
 
 LOCK = ".sdpa-course.lock"
 MAX_SUBMISSION_BYTES = 64 * 2**20
@@ -176,7 +176,8 @@ class Autograder:
         wanted = min(self.workers, len(self.students)) if self.students else self.workers
         early = self._start_zygotes(min(wanted, max(1, (os.cpu_count() or 1) - 1)))
         try:
-            todo, skipped = self.plan()
+            with collector_paused():  # plan() imports nbgrader and torch
+                todo, skipped = self.plan()
             summary.total, summary.skipped = len(todo) + len(skipped), skipped
             for _ in range(len(early) - min(len(early), len(todo))):  # fewer submissions than workers
                 stop_zygotes([early.pop()])

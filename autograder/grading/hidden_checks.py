@@ -192,7 +192,8 @@ def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str
             # per student, not per process: the checks raise CheckFailed (no bare assert to rewrite), log
             # nothing, and need no installed plugin; the logging plugin walks every logger around each test
             "--assert=plain", "--disable-plugin-autoload", "-p", "no:logging", "-p", "no:doctest",
-            "-p", "no:junitxml", "-p", "no:pastebin", "-p", "no:stepwise", "-p", "no:faulthandler"]
+            "-p", "no:junitxml", "-p", "no:pastebin", "-p", "no:stepwise", "-p", "no:faulthandler",
+            "-p", "no:debugging"]  # only --pdb needs it, and it imports pdb at every student's first test
     code = pytest.main(args, plugins=[plugin])
     if code not in (0, 1):
         log.error("hidden checks did not run cleanly (pytest exit code %s)", code)

@@ -19,3 +19,36 @@ def test_grading_processes_do_not_import_the_slow_iri_parsers():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     loaded = out.stdout.split()
     assert not loaded, "; ".join(f"{m} is imported ({SLOW[m]}): pin jsonschema<4.25 (pyproject.toml)" for m in loaded)
+
+
+def test_the_collector_paused_for_the_imports_is_on_again_however_the_block_ends():
+    import gc
+
+    import pytest
+
+    from autograder.batch.worker import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(KeyError), collector_paused():
+        raise KeyError("x")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # off before, off after: the block does not turn it on
+    finally:
+        gc.enable()
+
+
+def test_workers_inherit_what_a_first_grading_would_import():
+    """`warm_parent` imports before the fork what the first student's checks would import in every worker."""
+    code = ("import sys\nfrom autograder.batch.worker import warm_parent\nwarm_parent()\n"
+            "wanted = ['sympy', 'torch.fx.experimental.symbolic_shapes', 'sqlalchemy.dialects.sqlite',\n"
+            "          'autograder.grading.checks.test_device_dtype', 'autograder.grading.shrink']\n"
+            "print(' '.join(m for m in wanted if m not in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == []

@@ -5,6 +5,7 @@ it observes in a fresh one, or lets one student attack the sandbox it
 shares with the next and checks that the next one sees a clean sandbox.
 """
 import errno
+import gc
 import json
 import os
 import resource
@@ -55,7 +56,7 @@ OBSERVE = textwrap.dedent("""
         "main": getattr(sys.modules["__main__"], "__file__", None), "orig_argv": sys.orig_argv[1:],
         "guest": listing(os.path.dirname(sys.orig_argv[-4])),
         "modules": hashlib.sha256(" ".join(sorted(sys.modules)).encode()).hexdigest()[:16],
-        "frozen": gc.get_freeze_count(),
+        "frozen": gc.get_freeze_count(), "collector": [gc.isenabled(), gc.get_threshold()],
         # pid 2 (the zygote, or what forked a fresh runner): its ids and capabilities, whether we may signal it
         "pid2": [line for line in open("/proc/2/status").read().splitlines()
                  if line.split(":")[0] in ("Uid", "Gid", "CapEff", "CapPrm", "NoNewPrivs")],
@@ -94,6 +95,8 @@ def test_a_forked_runner_looks_like_a_fresh_one(server):
     frozen = [seen.pop("frozen") for seen in (seen_a, seen_b, seen_fresh)]
     assert frozen[0] == frozen[1] > 100_000 and abs(frozen[2] - frozen[0]) < 100, frozen
     assert seen_a == seen_b == seen_fresh
+    # The collector, off during the warm-up's imports, is on again with the interpreter's own thresholds.
+    assert seen_fresh["collector"] == [True, list(gc.get_threshold())]
     assert seen_fresh["ppid"] == 1 and seen_fresh["others"] == []
     # Each process seeds its global RNGs from the OS, forked or not.
     assert len({tuple(randoms_a), tuple(randoms_b), tuple(randoms_fresh)}) == 3

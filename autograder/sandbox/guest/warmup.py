@@ -59,7 +59,9 @@ def warm_up(restore_files: bool = True) -> tuple[sandbox_runner.Runner, dict[str
         raise RuntimeError(problem)
     # Everything so far lives as long as the zygote: out of the collector's sight, a runner's first
     # full collection does not walk torch's and matplotlib's objects nor copy the pages that hold them.
+    # The collector, off while all this was imported (``zygote.py``), is on again, as in any interpreter.
     gc.collect()
     gc.freeze()
+    gc.enable()
     return runner, taken
 

@@ -60,17 +60,24 @@ Control messages (SOCK_SEQPACKET on fd 0, one JSON object each)::
                        {"op": "forked", "nonce": N} | {"op": "dirty", ...} (fork refused)
                        {"op": "clean", "nonce": N, "cpu": s} | {"op": "dirty", "nonce": N, "detail": "..."}
 """
-import ctypes
-import functools
-import json
-import os
-import random
-import select
-import socket
-import stat
-import sys
-import time
-from typing import Callable, NoReturn, Optional, Sequence
+import gc
+
+# Until the warm-up has frozen what it imported (`warmup.warm_up`, which turns the collector back on):
+# imports allocate millions of objects that live as long as the zygote, and every collection among
+# them walks them all again (a large share of the warm-up's CPU: python -m benchmarks fresh-runner-cost).
+gc.disable()
+
+import ctypes  # noqa: E402
+import functools  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import select  # noqa: E402
+import socket  # noqa: E402
+import stat  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from typing import Callable, NoReturn, Optional, Sequence  # noqa: E402
 
 # `python -I` leaves this directory off sys.path; the guest files import each other by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
