@@ -270,11 +270,14 @@ def _import_for_workers() -> None:
     from nbgrader.converters import Autograde  # noqa: F401
 
     from .. import i18n
-    from ..grading import assertions, feedback, hidden_checks, root_causes, shrink  # noqa: F401
+    from ..grading import assertions, feedback, hidden_checks, local_student, root_causes, shrink  # noqa: F401
     from ..nbgrader import pipelines
     from ..sandbox import forkserver, pool  # noqa: F401
 
     pipelines()  # imports every step
+    # A failing check re-runs the reference in this process (`hidden_checks.honest_failures`): the
+    # solution notebook read and compiled once, and its setup cell's imports (matplotlib).
+    local_student.reference_namespace()
     for check in sorted(hidden_checks.CHECKS_DIR.glob("test_*.py")):  # pytest's collection finds them imported
         importlib.import_module(f"{hidden_checks.__package__}.checks.{check.stem}")
     for locale in i18n.LOCALES.values():  # the message catalogs, read once (Babel parses the .po files)

@@ -148,3 +148,25 @@ hand_masked_output = 5.33
     wrong = _with(answers="hand_masked_output = 8.0")
     results, _ = _grade(wrong, parts=["hand_calculation"])
     assert results["hand_calculation"].codes == ["mask-zero-fill"]
+
+
+def test_failing_checks_are_scored_without_pytest_rendering_their_traceback(monkeypatch):
+    """pytest's traceback (source excerpts, the check's module parsed again) costs CPU that nothing reads."""
+    from _pytest.nodes import Node
+
+    namespace = _with(scale="def scale_scores(scores, d_k):\n    return scores / d_k\n")
+    expected, _ = _grade(namespace, ["scale_scores"])
+    assert any(not c.passed for c in expected["scale_scores"].checks)
+
+    rendered, original = [], Node._repr_failure_py
+
+    def counted(self, *args, **kwargs):
+        rendered.append(self.name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Node, "_repr_failure_py", counted)
+    results, _ = _grade(namespace, ["scale_scores"])
+    monkeypatch.undo()
+    assert rendered == []
+    assert [(c.name, c.passed, c.points, c.message) for c in results["scale_scores"].checks] == \
+        [(c.name, c.passed, c.points, c.message) for c in expected["scale_scores"].checks]
