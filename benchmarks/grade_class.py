@@ -163,8 +163,10 @@ def print_times(students, stock, clis, checks, rows, sampled, loads, floor):
                   f"({check.grading or 0:.2f} s grading after its own start-up); the bound 2 x one submission's "
                   f"floor + 3 s = {bound:.2f} s: "
                   f"{'met' if check.wall <= bound else 'NOT met'}")
-    starts = ", ".join(f"--workers {w} {c.arrivals[0] if c.arrivals else c.wall:.1f} s" for w, c in clis.items())
-    print(f"start-up before the first result: stock {stock.startup:.1f} s; CLI {starts}")
+    starts = ", ".join(f"--workers {w} {c.arrivals[0] if c.arrivals else c.wall:.1f} s" + _forked(c)
+                       for w, c in clis.items())
+    print(f"start-up before the first result: stock {stock.startup:.1f} s (to its first student's first log line); "
+          f"CLI {starts}")
     print(f"\nseconds per submission, by kind{' (stock: sampled students)' if sampled else ''}")
     heads = "".join(f"{f'w{w} worker':>11}{f'w{w} share':>10}" for w in clis)
     print(f"{'kind':12}{'n':>6}{'stock':>9}{heads}{'check':>9}  check's student")
@@ -179,6 +181,14 @@ def print_times(students, stock, clis, checks, rows, sampled, loads, floor):
           "up to its wall time (wall / N in the last row); check: the whole `sdpa-course check` command of one "
           "student of that kind, start-up included")
     return stock_each
+
+
+def _forked(cli) -> str:
+    """Where a CLI run's start-up went: reading the course and importing (to its workers' fork), then the first
+    submission in a new worker."""
+    if cli.forked is None or not cli.arrivals:
+        return ""
+    return f" (workers forked at {cli.forked:.1f} s, the first result {cli.arrivals[0] - cli.forked:.1f} s later)"
 
 
 def print_kind_floors(rows, floors, clis):

@@ -35,6 +35,7 @@ from .memory import high_water_mib
 LOG_FORMAT = "%(created).3f %(levelname)s %(message)s"
 STUDENT_ID = re.compile(r"s\d{4}-[A-Za-z0-9-]+")
 PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] (\S+) (?:([\d.]+)s \S+/\S+|FAILED (.*))$")
+FORKED = re.compile(r"^grading \d+ submissions? with \d+ workers?$")  # printed once its workers are forked
 
 
 @dataclass
@@ -52,6 +53,7 @@ class CliRun:
     seconds: dict = field(default_factory=dict)  # student -> worker seconds (None: failed, no figure)
     failed: dict = field(default_factory=dict)  # student -> the FAILED line's reason
     arrivals: list = field(default_factory=list)  # seconds from start at which each result line came
+    forked: Optional[float] = None  # seconds from start to its "grading N submissions" line (course read, imports)
     memory: list = field(default_factory=list)  # (seconds from start, VmHWM MiB) samples
     summary: str = ""
     killed_at: Optional[float] = None
@@ -155,6 +157,8 @@ def run_check(root: Path, notebook: Path, student: str, extra: list[str], tmp: P
 def _read_progress(stream, run, t0):
     """Collect the per-submission lines of `sdpa-course autograde` as they come."""
     for line in stream:
+        if run.forked is None and FORKED.match(line.strip()):
+            run.forked = time.perf_counter() - t0
         m = PROGRESS.match(line.strip())
         if not m:
             continue

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Optional
 
 from nbformat import NotebookNode
 
-from ..notebook.cells import display_cells, grade_id, is_answer_cell, is_test_cell, part_of, without_hidden_tests
+from ..notebook.cells import code_cells, display_cells, grade_id, is_answer_cell, is_test_cell, part_of
 from ..sandbox.session import Budget, StudentSession
 from .calibration_file import ReferenceTimes
 
@@ -59,8 +59,7 @@ def measure(source: NotebookNode,
     from .trusted_scoring import cuda_available
 
     started = time.monotonic()
-    positions = [i for i, c in enumerate(source.cells) if c.cell_type == "code"]
-    sources = [without_hidden_tests(source.cells[i].source) for i in positions]
+    positions, sources = code_cells(source)
     roles = cell_roles(source, positions, sources)
     with open_session(sources, display_cells(source, positions), roles) as session:
         outputs = session.run_notebook()

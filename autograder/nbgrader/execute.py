@@ -12,7 +12,7 @@ from traitlets import Bool, Float, Integer, Unicode
 
 from ..grading import code_review
 from ..i18n import using
-from ..notebook.cells import CellError, display_cells, grade_id, without_hidden_tests
+from ..notebook.cells import CellError, code_cells, display_cells, grade_id
 from ..notebook.editions import language_of
 from ..sandbox import shared_zygote
 from ..sandbox.launcher import Limits
@@ -118,8 +118,7 @@ class SandboxedExecute(NbGraderPreprocessor):
             return self._preprocess(nb, resources)
 
     def _preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
-        positions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-        sources = [without_hidden_tests(nb.cells[i].source) for i in positions]
+        positions, sources = code_cells(nb)
         display = display_cells(nb, positions)
         reference, budget, known = self.reference(resources), self.budget(), {}
         if reference is not None:

@@ -68,6 +68,13 @@ def without_hidden_tests(source: str) -> str:
     return HIDDEN_RE.sub("", source)
 
 
+def code_cells(nb: NotebookNode) -> tuple[list[int], list[str]]:
+    """(positions, sources): the notebook index of each code cell, and its code as the runner gets it (the
+    hidden tests removed)."""
+    positions = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    return positions, [without_hidden_tests(nb.cells[i].source) for i in positions]
+
+
 def display_cells(nb: NotebookNode, positions: list[int]) -> list[int]:
     """Positions of provided code cells after the first answer: they only show output.
 

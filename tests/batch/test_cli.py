@@ -19,6 +19,7 @@ from autograder import cli
 from autograder import report as reportlib
 from autograder.batch import importer, local_workers, run
 from autograder.demo import course
+from benchmarks import graders as bench_graders
 
 # Short limits, as in tests/support/grading.py: the attack sample hangs/crashes cost less.
 LIMITS = ["--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",
@@ -96,6 +97,10 @@ def test_parallel_equals_stock_and_resumes_after_kill(released, built, stock, tm
     assert done.returncode == 0, done.stdout + done.stderr
     assert os.listdir(scratch) == []  # ...the next run does, along with its own
     assert f"skipped {len(first)}" in done.stdout
+    # `make bench` reads the start-up and each result from these lines (benchmarks/graders.py)
+    lines = done.stderr.splitlines()
+    assert sum(bool(bench_graders.FORKED.match(line)) for line in lines) == 1, done.stderr
+    assert sum(bool(bench_graders.PROGRESS.match(line)) for line in lines) == len(STUDENTS) - len(first), done.stderr
     assert _graded(root) == sorted(STUDENTS)
     assert not (root / "autograded" / importer.STAGING).exists()
     for student in first:  # not regraded
