@@ -13,7 +13,13 @@ the course when the class was graded (``nbgrader/calibration_file.py``), so
 none of them measures it again.  Prints each time, the medians, and whether
 the scores agree.
 
-    python -m benchmarks cold-start [--graded 20] [--repeat 3]
+``--tree DIR`` also times the grading engine of another checkout (its
+``autograder/``, e.g. a `git worktree` of an older commit), alternating with
+this one, on a copy of the course that kept its own reference timings first
+(the kept timings are keyed to the engine's code): a before-and-after
+comparison of start-up, on one machine at one time.
+
+    python -m benchmarks cold-start [--graded 20] [--repeat 3] [--tree DIR]
 """
 import re
 import shutil
@@ -42,6 +48,16 @@ def build(top: Path, graded: int) -> Path:
     return base
 
 
+def with_engine(base: Path, target: Path, tree: Path) -> Path:
+    """A copy of the course graded by `tree`'s autograder/, which has timed the reference and kept it."""
+    shutil.copytree(base, target, ignore=shutil.ignore_patterns("autograder"))
+    shutil.copytree(tree / "autograder", target / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    late = f"submitted/{LATE}/{course.ASSIGNMENT}/{course.ASSIGNMENT}.ipynb"
+    subprocess.run([sys.executable, "-m", "autograder.cli", "check", late], cwd=target, env=course.nbgrader_env(),
+                   check=True, capture_output=True)
+    return target
+
+
 def timed(base: Path, target: Path, command: list[str]) -> tuple[float, dict]:
     if target.exists():
         shutil.rmtree(target)
@@ -59,6 +75,8 @@ def timed(base: Path, target: Path, command: list[str]) -> tuple[float, dict]:
 def add_arguments(parser):
     parser.add_argument("--graded", type=int, default=20, help="students graded before the late one")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tree", default=None, metavar="DIR",
+                        help="also time this checkout's autograder/, alternating with this one's")
 
 
 def run(args) -> int:
@@ -73,14 +91,17 @@ def run(args) -> int:
     top = Path(tempfile.mkdtemp(prefix="sdpa-cold-"))
     try:
         print(f"building a course with {args.graded} graded students and one late one ...", flush=True)
-        base = build(top, args.graded)
-        times = {name: [] for name in commands}
+        bases = {"": build(top, args.graded)}
+        if args.tree:
+            bases[f" [{args.tree}]"] = with_engine(bases[""], top / "other", Path(args.tree).resolve())
+        times = {name + label: [] for label in bases for name in commands}
         scores = {}
         for _ in range(args.repeat):
             for name, command in commands.items():
-                seconds, scores[name] = timed(base, top / "run", command)
-                times[name].append(seconds)
-                print(f"  {name:36} {seconds:6.1f} s", flush=True)
+                for label, base in bases.items():
+                    seconds, scores[name + label] = timed(base, top / "run", command)
+                    times[name + label].append(seconds)
+                    print(f"  {name + label:36} {seconds:6.1f} s", flush=True)
         for name, values in times.items():
             print(f"{name:38} median {statistics.median(values):5.1f} s  ({', '.join(f'{v:.1f}' for v in values)})")
         same = len({repr(v) for v in scores.values()}) == 1

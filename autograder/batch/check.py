@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from ..grading import record
+from ..nbgrader.warm import before_first_grading
 from ..notebook.cells import grade_id, nbgrader_meta
 from .bundle import make_bundle
 from .coursedir import CourseError, check_course, load_app
@@ -51,6 +52,7 @@ def check_notebook(course: Union[str, os.PathLike], notebook: Union[str, os.Path
     started = time.perf_counter()
     with collector_paused():
         grader = Grader(make_bundle(app, assignment, extra), pool=pool)  # runners from a warm zygote
+        before_first_grading()  # while the zygote may still warm up
     try:
         result = grader.grade({"student": student, "files": {f"{name}.ipynb": (Path(path).read_bytes(), 0o644)}})
     finally:

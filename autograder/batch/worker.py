@@ -14,7 +14,6 @@ import contextlib
 import ctypes
 import gc
 import glob
-import importlib
 import logging
 import os
 import shutil
@@ -264,33 +263,14 @@ def warm_parent() -> None:
 
 
 def _import_for_workers() -> None:
-    import nbformat
-    import pytest  # noqa: F401
-    import sqlalchemy.dialects.sqlite  # noqa: F401 - the gradebook's first connection
-    import torch  # noqa: F401
-
-    # the trusted reference's first torch.broadcast_shapes imports it, and sympy with it
-    import torch.fx.experimental.symbolic_shapes  # noqa: F401
-    from nbgrader.converters import Autograde  # noqa: F401
-
-    from .. import i18n
-    from ..grading import assertions, feedback, hidden_checks, local_student, root_causes, shrink  # noqa: F401
-    from ..nbgrader import pipelines
+    from ..grading import local_student
+    from ..nbgrader.warm import before_first_grading
     from ..sandbox import forkserver, pool  # noqa: F401
 
-    pipelines()  # imports every step
+    before_first_grading()
     # A failing check re-runs the reference in this process (`hidden_checks.honest_failures`): the
     # solution notebook read and compiled once, and its setup cell's imports (matplotlib).
     local_student.reference_namespace()
-    for check in sorted(hidden_checks.CHECKS_DIR.glob("test_*.py")):  # pytest's collection finds them imported
-        importlib.import_module(f"{hidden_checks.__package__}.checks.{check.stem}")
-    for locale in i18n.LOCALES.values():  # the message catalogs, read once (Babel parses the .po files)
-        i18n.catalog(locale)
-
-    try:  # builds nbformat's JSON-schema validator (and its format checkers) once
-        nbformat.validate(nbformat.v4.new_notebook())
-    except Exception:  # noqa: BLE001
-        pass
 
 
 

@@ -67,6 +67,15 @@ def pipelines() -> dict[str, list[type]]:
 
 def configure(c: Any) -> None:
     """Install `pipelines` and the inert markdown filters into an nbgrader config object `c`."""
+    if _autograde_command():
+        # `nbgrader autograde` will grade: its zygote starts now, before `pipelines` imports torch and the
+        # checks, and warms up (seconds of CPU, in its own sandbox) while nbgrader goes on importing and
+        # reading the course.  Default runner settings; a course configured otherwise gets a new zygote at
+        # its first runner.  Formgrader's Jupyter server starts its zygote at the first Autograde instead
+        # (``sandbox/shared_zygote.py``).
+        from ..sandbox import shared_zygote
+
+        shared_zygote.start_early()
     for trait, steps in pipelines().items():
         section, name = trait.split(".")
         setattr(c[section], name, list(steps))
@@ -81,13 +90,9 @@ def configure(c: Any) -> None:
 
     c.HTMLExporter.filters = {name: f"{f.__module__}.{f.__qualname__}" for name, f in FILTERS.items()}
     if _autograde_command():
-        # `nbgrader autograde` will grade: its zygote starts now and warms up (seconds of CPU, in its own
-        # sandbox) while nbgrader goes on importing and reading the course.  Default runner settings; a
-        # course configured otherwise gets a new zygote at its first runner.  Formgrader's Jupyter server
-        # starts its zygote at the first Autograde instead (``sandbox/shared_zygote.py``).
-        from ..sandbox import shared_zygote
+        from .warm import before_first_grading
 
-        shared_zygote.start_early()
+        before_first_grading()  # while the zygote warms up, what the first submission would import on its way
 
 
 def _autograde_command() -> bool:

@@ -9,6 +9,8 @@ environment brings the slow import back.
 import subprocess
 import sys
 
+import pytest
+
 # module -> why it must not be imported by a grading process
 SLOW = {"rfc3987_syntax": "jsonschema>=4.25's iri format checker: ~35 Earley parsers built at import"}
 
@@ -52,3 +54,33 @@ def test_workers_inherit_what_a_first_grading_would_import():
             "print(' '.join(m for m in wanted if m not in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == []
+
+
+# Reads nbgrader_config.py's `configure(c)` as the command in argv would, and tells when the zygote started.
+CONFIGURE_AS = """
+import sys
+
+import pytest
+sys.argv = {argv!r}
+from traitlets.config import Config
+from autograder.sandbox import shared_zygote
+started = []
+shared_zygote.start_early = lambda: started.append("torch" in sys.modules)
+from autograder.nbgrader import configure
+configure(Config())
+print("started" if started else "not started", "after torch" if any(started) else "before torch")
+"""
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["/venv/bin/nbgrader", "autograde", "sdpa"], "started before torch"),
+    (["/venv/lib/python3.11/site-packages/nbgrader/__main__.py", "autograde", "sdpa"], "started before torch"),
+    (["/venv/bin/nbgrader", "generate_assignment", "sdpa"], "not started before torch"),
+    (["/venv/bin/jupyter-server"], "not started before torch"),
+])
+def test_stock_autograde_starts_its_zygote_before_importing_torch(argv, expected):
+    """`nbgrader autograde`'s zygote warms up (seconds of CPU, on the other core) while the configuration
+    imports torch and the checks; no other command that reads the configuration starts one."""
+    out = subprocess.run([sys.executable, "-c", CONFIGURE_AS.format(argv=argv)], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == expected
