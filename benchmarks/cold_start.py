@@ -33,6 +33,9 @@ from pathlib import Path
 from autograder.demo import course, submissions
 
 LATE = "late-student"
+# `sdpa-course check` of the late student's notebook, run in the course directory
+CHECK_LATE = [sys.executable, "-m", "autograder.cli", "check",
+              f"submitted/{LATE}/{course.ASSIGNMENT}/{course.ASSIGNMENT}.ipynb"]
 
 
 def build(top: Path, graded: int) -> Path:
@@ -52,9 +55,7 @@ def with_engine(base: Path, target: Path, tree: Path) -> Path:
     """A copy of the course graded by `tree`'s autograder/, which has timed the reference and kept it."""
     shutil.copytree(base, target, ignore=shutil.ignore_patterns("autograder"))
     shutil.copytree(tree / "autograder", target / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
-    late = f"submitted/{LATE}/{course.ASSIGNMENT}/{course.ASSIGNMENT}.ipynb"
-    subprocess.run([sys.executable, "-m", "autograder.cli", "check", late], cwd=target, env=course.nbgrader_env(),
-                   check=True, capture_output=True)
+    subprocess.run(CHECK_LATE, cwd=target, env=course.nbgrader_env(), check=True, capture_output=True)
     return target
 
 
@@ -85,8 +86,7 @@ def run(args) -> int:
                                                "--student", LATE, "--log-level=ERROR"],
         "sdpa-course autograde --student": [sys.executable, "-m", "autograder.cli", "autograde", course.ASSIGNMENT,
                                             "--student", LATE],
-        "sdpa-course check": [sys.executable, "-m", "autograder.cli", "check",
-                              f"submitted/{LATE}/{course.ASSIGNMENT}/{course.ASSIGNMENT}.ipynb"],
+        "sdpa-course check": CHECK_LATE,
     }
     top = Path(tempfile.mkdtemp(prefix="sdpa-cold-"))
     try:

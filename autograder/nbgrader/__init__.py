@@ -67,7 +67,8 @@ def pipelines() -> dict[str, list[type]]:
 
 def configure(c: Any) -> None:
     """Install `pipelines` and the inert markdown filters into an nbgrader config object `c`."""
-    if _autograde_command():
+    grading = _autograde_command()
+    if grading:
         # `nbgrader autograde` will grade: its zygote starts now, before `pipelines` imports torch and the
         # checks, and warms up (seconds of CPU, in its own sandbox) while nbgrader goes on importing and
         # reading the course.  Default runner settings; a course configured otherwise gets a new zygote at
@@ -89,7 +90,7 @@ def configure(c: Any) -> None:
     from .inert_markdown import FILTERS
 
     c.HTMLExporter.filters = {name: f"{f.__module__}.{f.__qualname__}" for name, f in FILTERS.items()}
-    if _autograde_command():
+    if grading:
         from .warm import before_first_grading
 
         before_first_grading()  # while the zygote warms up, what the first submission would import on its way

@@ -59,8 +59,6 @@ def test_workers_inherit_what_a_first_grading_would_import():
 # Reads nbgrader_config.py's `configure(c)` as the command in argv would, and tells when the zygote started.
 CONFIGURE_AS = """
 import sys
-
-import pytest
 sys.argv = {argv!r}
 from traitlets.config import Config
 from autograder.sandbox import shared_zygote
