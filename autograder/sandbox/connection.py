@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Optional, Union
 
 from ..i18n import _
 from . import launcher, procs
+from .demo_builtins import DemoBuiltins, refusal
 from .guest import messages as guest_messages
 from .guest import wire
 from .runners import HandedRunner, Runner, read_replies, reply_queue, runner_command, runner_dirs, stop_runner
@@ -89,8 +90,12 @@ class RunnerConnection:
         """Look up a fresh runner's host pid (before any student code runs)."""
         self.pid = procs.runner_pid(self.proc)
 
-    def wait(self, deadline: float, request_id: Optional[str] = None, watch: Optional[LoadWatch] = None):
-        """The reply to `request_id` by `deadline`; frames forged by student code are dropped."""
+    def wait(self, deadline: float, request_id: Optional[str] = None, watch: Optional[LoadWatch] = None,
+             builtins: Optional[DemoBuiltins] = None):
+        """The reply to `request_id` by `deadline`; frames forged by student code are dropped.
+
+        A built-in call the runner asks for meanwhile is computed by `builtins` (a demo cell's request) or
+        refused; a refusal counts as a frame nobody asked for."""
         while True:
             left = deadline - time.monotonic()
             try:
@@ -110,6 +115,11 @@ class RunnerConnection:
             header = reply[0] if isinstance(reply, tuple) else None
             if request_id is None or (isinstance(header, dict) and header.get("id") == request_id):
                 return reply
+            if isinstance(header, dict) and header.get("op") == "builtin":
+                answer, blobs = builtins.answer(header, reply[1]) if builtins is not None else (refusal(), [])
+                self.write(wire.frame(answer, blobs), deadline)
+                if answer["status"] != "refused":
+                    continue
             self.unsolicited += 1
             if self.unsolicited > MAX_UNSOLICITED_FRAMES:
                 raise RunnerGone(_("运行环境发来了超过 {count} 个评分进程没有请求的消息").format(
@@ -148,8 +158,9 @@ class RunnerConnection:
                 raise RunnerGone(str(exc)) from None
 
     def request(self, msg: dict, blobs: list, request_id: str, deadline: float,
-                watch: Optional[LoadWatch] = None):
-        """Send `msg` (with `blobs`) as request `request_id` and return its reply, both by `deadline`."""
+                watch: Optional[LoadWatch] = None, builtins: Optional[DemoBuiltins] = None):
+        """Send `msg` (with `blobs`) as request `request_id` and return its reply, both by `deadline`
+        (`builtins`: see `wait`)."""
         msg = dict(msg, id=request_id)
         if not self.told_language:
             translations = guest_translations()
@@ -157,7 +168,7 @@ class RunnerConnection:
                 msg["messages"] = translations
             self.told_language = True
         self.write(wire.frame(msg, blobs), deadline)
-        reply = self.wait(deadline, request_id, watch)
+        reply = self.wait(deadline, request_id, watch, builtins)
         self.answered = True
         return reply
 

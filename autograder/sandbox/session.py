@@ -25,6 +25,7 @@ from typing import Any, Optional
 from ..i18n import _
 from . import launcher
 from .connection import RunnerConnection, RunnerGone
+from .demo_builtins import DemoBuiltins
 from .guest import wire
 from .load_evidence import LoadWatch
 from .outputs import OutputBudget, text_form
@@ -149,9 +150,9 @@ class StudentSession:
                  known_outputs: Optional[Mapping[int, list]] = None,
                  provided_cells: Iterable[int] = (), disarmed_cells: Iterable[int] = ()):
         self.cells = list(cells)  # code cell sources, in notebook order
-        # Which code is the course's: every other cell is the student's.  All cells run with the tripwires
-        # armed; in the provided cells that demonstrate a built-in softmax or attention (`disarmed_cells`),
-        # a built-in call that only the course's own code leads to is let through.
+        # Which code is the course's: every other cell is the student's.  The runner's tripwires never come
+        # off; while a provided cell that demonstrates a built-in softmax or attention runs (`disarmed_cells`),
+        # this side computes the built-ins its own code calls (``demo_builtins.py``).
         self.provided_cells = set(provided_cells)
         self.disarmed_cells = set(disarmed_cells) & self.provided_cells
         # Provided cells that run before any student code, with the outputs the reference run showed
@@ -233,7 +234,9 @@ class StudentSession:
 
     def _exchange(self, msg, blobs, timeout):
         request_id = secrets.token_hex(8)
-        return self._runner.request(msg, blobs, request_id, self._deadline(timeout), self._watch)
+        # Only while a demo cell runs does this side compute the built-ins the cell's own code calls.
+        builtins = DemoBuiltins() if msg.get("op") == "exec" and msg.get("permit_builtins") else None
+        return self._runner.request(msg, blobs, request_id, self._deadline(timeout), self._watch, builtins)
 
     def _request(self, msg, blobs, timeout):
         if self._runner is None:

@@ -9,7 +9,6 @@ own prints go to captured cell outputs instead.
 
 Nothing here decides a grade: it only reports what the student's code did.
 """
-import contextlib
 import os
 import sys
 import threading
@@ -40,13 +39,11 @@ class Runner:
         self.proto_in, self.proto_out = proto_in, proto_out
         self.outputs = None  # the current cell's nbformat outputs
         self.forbidden_used = []
-        self.blocking = False  # the Python wrappers raise
-        self._libraries = {}  # the aten tripwires, while installed
-        self._plan = None
         self.student_files, self.provided_files = set(), set()  # IPython's code names of the cells run
         self._exec_provided = False  # the cell being run is the course's, not the student's
-        self._exec_demo = False  # ... and demonstrates a built-in: its own code may call one
-        self._watch = None  # classifies code as the student's or not (tripwires.StudentCodeWatch)
+        self._exec_demo = False  # ... and demonstrates a built-in: the grader may compute one for its own code
+        self._students = tripwires.StudentCode(self)
+        self._builtin_calls = 0  # built-in results asked of the grader (each gets its own dropout seed)
         self.shell = None
 
     # -- capture -----------------------------------------------------------
@@ -138,11 +135,10 @@ class Runner:
         outputs, "figures": false returns the text outputs only (the grader has the figures already)."""
         import warnings
 
-        # Every cell runs armed.  In a provided cell that demonstrates a built-in, a call that only the
-        # course's own code leads to is let through (`permits`).
+        # The tripwires never come off.  In a provided cell that demonstrates a built-in, a call that only
+        # the course's own code leads to is computed by the grader (`forbidden_call`).
         self._exec_provided = bool(msg.get("provided"))
         self._exec_demo = self._exec_provided and bool(msg.get("permit_builtins"))
-        self.arm()
         self.outputs = []
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
@@ -159,7 +155,7 @@ class Runner:
                 flush()
             ok = result.success
         finally:
-            self.blocking, self._exec_provided, self._exec_demo = False, False, False
+            self._exec_provided, self._exec_demo = False, False
             sys.stdout, sys.stderr = old
             formatter.active_types = shown
             outputs, self.outputs = self.outputs, None
@@ -184,10 +180,6 @@ class Runner:
         self.outputs = []  # swallow prints made during the call
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
-        if msg.get("block_forbidden", True):
-            self.arm()
-        else:
-            self.disarm()
         started = time.perf_counter()
         try:
             import warnings
@@ -205,7 +197,6 @@ class Runner:
                      "traceback": wire.short("".join(tb[-6:]))}
             value = None
         finally:
-            self.blocking = False
             sys.stdout, sys.stderr = old
             self.outputs = None
         seconds = time.perf_counter() - started
@@ -231,32 +222,17 @@ class Runner:
         return value
 
     # -- forbidden APIs ----------------------------------------------------
-    def wrap_forbidden_functions(self) -> None:
-        """Wrap the Python entry points of the families, before any student code runs."""
-        tripwires.wrap_python(self)
-
-    def aten_plan(self) -> list:
-        if self._plan is None:
-            self._plan = tripwires.aten_plan()
-        return self._plan
-
     def install_tripwires(self) -> None:
-        """Make every forbidden kernel raise (until `remove_tripwires`)."""
-        if not self._libraries:
-            self._libraries = tripwires.install_aten(self)
+        """Make every built-in softmax and attention raise, for good (`tripwires.install`); in the warm-up."""
+        tripwires.install(self)
 
-    def remove_tripwires(self) -> None:
-        libraries, self._libraries = self._libraries, {}
-        for library in libraries.values():
-            library._destroy()
-
-    def arm(self) -> None:
-        self.install_tripwires()
-        self.blocking = True
-
-    def disarm(self) -> None:
-        self.blocking = False
-        self.remove_tripwires()
+    def forbidden_call(self, name: str, args: tuple, kwargs: dict):
+        """What every entry point of the families does: raise, or (the course's own call in a demo cell)
+        return the result the grader computed.  The grader, not this process, decides whether it may."""
+        if self.permits(sys._getframe(2)):
+            return self._ask_grader(name, args, kwargs)
+        self.forbidden_used.append(name)
+        raise ForbiddenAPIError(messages._(messages.FORBIDDEN_FUNCTION).format(name=name))
 
     def permits(self, frame) -> bool:
         """Whether a built-in reached from `frame` is the course's own demonstration: a provided demo cell
@@ -264,27 +240,33 @@ class Runner:
         if not self._exec_demo or threading.current_thread() is not threading.main_thread() \
                 or threading.active_count() > 1:
             return False
-        if self._watch is None:
-            self._watch = tripwires.StudentCodeWatch(self)
         while frame is not None:
-            if self._watch.is_students(frame.f_code.co_filename):
+            if self._students(frame.f_code.co_filename):
                 return False
             frame = frame.f_back
         return True
 
-    @contextlib.contextmanager
-    def permitted(self):
-        """Disarmed for one built-in call of the course's; armed again while student code runs inside it."""
-        self.disarm()
-        try:
-            with tripwires.StudentCodeWatch(self):
-                yield
-        finally:
-            self.arm()
+    def _ask_grader(self, name: str, args: tuple, kwargs: dict):
+        """The built-in's result, computed by the grader on copies of the arguments (plain data only)."""
+        import torch
+
+        blobs = []
+        self._builtin_calls += 1
+        request = {"op": "builtin", "name": name, "args": [wire.encode(a, blobs) for a in args],
+                   "kwargs": {str(k): wire.encode(v, blobs) for k, v in kwargs.items()},
+                   "seed": (torch.initial_seed() + self._builtin_calls) % 2**53}
+        wire.send(self.proto_out, request, blobs)
+        reply, out = wire.receive(self.proto_in)
+        if reply.get("status") == "error":
+            raise RuntimeError(wire.short(reply.get("evalue", "")))
+        if reply.get("status") != "ok":
+            self.forbidden_used.append(name)
+            raise ForbiddenAPIError(messages._(messages.FORBIDDEN_FUNCTION).format(name=name))
+        device = next((a.device for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), "cpu")
+        return _local(wire.decode(reply.get("value"), out), device)
 
     def serve(self) -> None:
         handlers = {"exec": self.op_exec, "call": self.op_call, "get": self.op_get}
-        self.wrap_forbidden_functions()
         while True:
             try:
                 msg, blobs = wire.receive(self.proto_in)
@@ -302,6 +284,17 @@ class Runner:
                 reply, out = handler(msg, blobs)
             reply["id"] = msg.get("id")  # lets the grader drop frames it did not ask for
             wire.send(self.proto_out, reply, out)
+
+
+def _local(value, device):
+    """A decoded value as the caller's: tensors on its device, containers rebuilt."""
+    if isinstance(value, wire.TensorSpec):
+        if value.tensor is None:
+            raise RuntimeError(value.missing_data(messages._))
+        return value.tensor.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_local(v, device) for v in value)
+    return value
 
 
 class _Stream:

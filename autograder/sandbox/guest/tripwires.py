@@ -1,71 +1,104 @@
-"""The run-time tripwires: built-in softmax and attention raise wherever the student's code runs.
+"""The run-time tripwires: built-in softmax and attention raise in the runner, for good.
 
-Armed for every cell and every check call, module level included, so nothing
-the student writes can record, trace, compile or cache a built-in's work
-before the checks start.  The few provided cells that demonstrate a built-in
-still run armed; there, a built-in call that only the course's own code leads
-to (no frame of the student's on the stack, the main thread alone) is let
-through, and while it runs a profile hook arms the tripwires again for as long
-as any code of the student's runs inside it (a tensor subclass, a callback).
-Code that no cell and no file on disk explains (``exec`` strings,
-``<timed exec>``) counts as the student's.
+Installed once, in the zygote's warm-up, before any student code exists, and
+never removed.  The process that runs the student's code therefore holds no
+switch, no original function and no library handle that could lift them
+(``docs/design/sandbox.md``, "No off switch"):
 
-Two layers here, both inside the student's process (the trusted grader also
-reads the source, ``static_scan.py``): wrappers around every Python entry point
-of the families (namespaces by name, and the decomposition tables that hold
-the functions themselves), and aten kernels that replace the built-in ones
-while armed (installed and removed in about a millisecond, from a plan made
-once).
+- every Python function of torch whose name is in the families gets a new
+  body that hands the call to `runner.forbidden_call` (its code object is
+  replaced, so every reference to it, in a module, a decomposition table, a
+  closure or a decorator's ``__wrapped__``, reaches the new body);
+- every other entry point of the families in the namespaces the runner
+  watches (``torch.softmax``, ``Tensor.softmax``,
+  ``F.scaled_dot_product_attention``, ...: functions written in C) is replaced
+  there by a function that does the same; the C function itself still exists,
+  but it only reaches the aten kernels;
+- every aten kernel of the families is overridden by one that raises, through
+  a dispatcher library whose Python object is then leaked (its reference
+  count raised, every reference dropped): nothing can deregister it, and the
+  built-in kernels it overrides stay out of reach.
+
+`forbidden_call` raises, unless a provided cell that demonstrates a built-in
+made the call with its own code: then it asks the trusted grader for the
+result, which the grader gives only while it runs such a cell
+(``sandbox/demo_builtins.py``).  So a student's code that fakes the runner's
+view of who is calling gains nothing: the decision is the grader's.
 """
-import functools
+import ctypes
+import gc
 import importlib
-import inspect
 import os
 import site
 import sys
-import threading
+import types
 import warnings
 from typing import Callable
 
 from forbidden import KERNEL_KEYS, PY_NAMESPACES, blocked, forbidden_ops
-from messages import FORBIDDEN_FUNCTION, FORBIDDEN_KERNEL, _
+from messages import FORBIDDEN_KERNEL, _
+
+# The global each replaced body calls, set in its module's namespace (a name outside the families).
+HOOK = "__course_forbidden_call__"
+HERE = os.path.dirname(os.path.abspath(__file__))
+LIBRARIES = ("torch", "functorch")  # whose Python functions of the families get a new body
 
 
 class ForbiddenAPIError(RuntimeError):
     """Raised when student code reaches a built-in softmax or attention."""
 
 
-def wrap_python(runner) -> None:
-    """Replace the families' Python entry points by wrappers that raise while `runner.blocking`.
+def install(runner) -> None:
+    """Make every entry point of the families call `runner.forbidden_call` and every kernel raise, for good.
 
-    Done before any student code runs, so a reference a notebook captures (`impl = torch._refs.softmax`,
-    a decomposition looked up in a table) is the wrapper too.
+    Called in the zygote's warm-up, before the collector freezes what it imported: the functions are found
+    by walking every object of the process, which frozen objects would escape.
     """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for path in PY_NAMESPACES:  # their functions must exist to be found
+            if path != "torch.Tensor":
+                try:
+                    importlib.import_module(path)
+                except Exception:  # noqa: BLE001 - a namespace missing in this torch is fine
+                    pass
+        hook = runner.forbidden_call
+        for fn in [o for o in gc.get_objects() if isinstance(o, types.FunctionType)]:
+            if _in_library(fn) and blocked(fn.__name__):
+                replace_body(fn, hook)
+        _replace_entry_points(hook)
+        _override_kernels(runner)
+
+
+def _in_library(fn: types.FunctionType) -> bool:
+    module = fn.__module__
+    return isinstance(module, str) and module.split(".")[0] in LIBRARIES
+
+
+def replace_body(fn: types.FunctionType, hook: Callable) -> None:
+    """Give `fn` a body that returns `hook(name, args, kwargs)`; its closure cells stay (Python checks their
+    number) but the new body reads none of them."""
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    freevars = fn.__code__.co_freevars
+    lines = ["def outer():", *(f"    {var} = None" for var in freevars), "    def body(*args, **kwargs):"]
+    if freevars:
+        lines.append(f"        ({', '.join(freevars)},)")
+    lines += [f"        return {HOOK}({name!r}, args, kwargs)", "    return body"]
+    namespace = {}
+    # Named as a file of the guest: not the student's code, and left out of the tracebacks a student sees.
+    exec(compile("\n".join(lines), os.path.join(HERE, f"tripwire-{name}"), "exec"), namespace)  # noqa: S102
+    code = namespace["outer"]().__code__
+    if code.co_freevars != freevars:
+        raise RuntimeError(f"cannot give {name} a new body: closure {freevars} became {code.co_freevars}")
+    fn.__globals__[HOOK] = hook
+    fn.__code__ = code
+    fn.__defaults__ = fn.__kwdefaults__ = None
+
+
+def _replace_entry_points(hook: Callable) -> None:
+    """Entry points of the families that are not Python functions (those have a new body already)."""
     import torch
-
-    def guard(name: str, original: Callable) -> Callable:
-        def guarded(*args, **kwargs):
-            if runner.blocking or threading.current_thread() is not threading.main_thread():
-                if runner.permits(sys._getframe(1)):
-                    with runner.permitted():
-                        return original(*args, **kwargs)
-                runner.forbidden_used.append(name)
-                raise ForbiddenAPIError(_(FORBIDDEN_FUNCTION).format(name=name))
-            return original(*args, **kwargs)
-        return guarded
-
-    def tripwire(name: str, original: Callable) -> Callable:
-        # Torch reads some of these again through `__wrapped__` (signatures, decorators): it leads to a
-        # second guard, never to the original, which a student could otherwise call unguarded.
-        inner = functools.update_wrapper(guard(name, original), original)
-        del inner.__wrapped__
-        try:
-            inner.__signature__ = inspect.signature(original)
-        except (TypeError, ValueError):  # a builtin without a signature
-            pass
-        outer = functools.update_wrapper(guard(name, original), original)
-        outer.__wrapped__ = inner
-        return outer
+    import torch._decomp as decomp
 
     for path in PY_NAMESPACES:
         try:
@@ -74,23 +107,25 @@ def wrap_python(runner) -> None:
             continue
         for attr in [a for a in dir(owner) if blocked(a)]:
             value = getattr(owner, attr, None)
-            if isinstance(value, type) and issubclass(value, torch.nn.Module):
-                if "forward" in vars(value):
-                    value.forward = tripwire(f"{path}.{attr}", value.forward)
-            elif callable(value) and not isinstance(value, type):
+            if callable(value) and not isinstance(value, (type, types.FunctionType)):
                 try:
-                    setattr(owner, attr, tripwire(f"{path}.{attr}", value))
+                    setattr(owner, attr, entry_point(f"{path}.{attr}", hook))
                 except (AttributeError, TypeError):
                     pass
-    # The decomposition tables map an op to the Python function that computes it from simpler ops:
-    # a caller that takes the function from there (or traces with the table) reaches no aten kernel.
-    import torch._decomp as decomp
-
+    # The decomposition tables map an op to the Python function that computes it from simpler ops.
     tables = [decomp.decomposition_table, *decomp.global_decomposition_table.values()]
     for table in {id(t): t for t in tables}.values():
         for op in [op for op in table if blocked(str(op))]:
-            if callable(table[op]):
-                table[op] = tripwire(f"torch._decomp.decomposition_table[{op}]", table[op])
+            if callable(table[op]) and not isinstance(table[op], types.FunctionType):
+                table[op] = entry_point(f"torch._decomp.decomposition_table[{op}]", hook)
+
+
+def entry_point(name: str, hook: Callable) -> Callable:
+    """A function in place of a C entry point: it holds the name and the hook, never the original."""
+    def guarded(*args, **kwargs):
+        return hook(name, args, kwargs)
+    guarded.__name__ = guarded.__qualname__ = name.rsplit(".", 1)[-1]
+    return guarded
 
 
 def aten_plan() -> list:
@@ -101,16 +136,18 @@ def aten_plan() -> list:
     for qualified in forbidden_ops():
         namespace, name = qualified.split("::", 1)
         for key in KERNEL_KEYS:
-            # Only where the op has a kernel: a new composite kernel next to a backend
-            # one would make the dispatcher assert instead of reaching the tripwire.
-            if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
+            # Only where the op has a kernel: a new composite kernel next to a backend one would make the
+            # dispatcher assert instead of reaching the tripwire.  No meta kernel over a composite one (what
+            # torch.library refuses too).
+            if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key) and not (
+                    key == "Meta" and torch._C._dispatch_has_kernel_for_dispatch_key(
+                        qualified, "CompositeImplicitAutograd")):
                 plan.append((namespace, name, key))
     return plan
 
 
-def install_aten(runner) -> dict:
-    """Replace every planned kernel by one that raises; returns the libraries (kept alive: destroying one
-    removes its kernels, which restores the built-in ones)."""
+def _override_kernels(runner) -> None:
+    """Override every planned kernel by one that raises, through libraries nothing can reach afterwards."""
     import torch
 
     def aten_tripwire(op_name: str) -> Callable:
@@ -120,22 +157,25 @@ def install_aten(runner) -> dict:
         return kernel
 
     libraries = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for namespace, name, key in runner.aten_plan():
-            library = libraries.get(namespace)
-            if library is None:
-                library = libraries[namespace] = torch.library.Library(namespace, "IMPL")
-            try:
-                library.impl(name, aten_tripwire(f"{namespace}::{name}"), key)
-            except Exception:  # noqa: BLE001 - op or key absent in this build
-                pass
-    return libraries
+    for namespace, name, key in aten_plan():
+        library = libraries.get(namespace)
+        if library is None:
+            library = libraries[namespace] = torch._C._dispatch_library("IMPL", namespace, "", "<tripwires>", 0)
+        try:
+            library.impl(name, key, aten_tripwire(f"{namespace}::{name}"), False)
+        except Exception:  # noqa: BLE001 - op or key absent in this build
+            pass
+    for library in libraries.values():
+        # The C++ library deregisters its kernels when it is freed, and `reset()` does it at once: keep it
+        # alive with a reference no Python object holds.  It is not tracked by the collector, so no walk
+        # of the process finds it.
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(library))
+    libraries.clear()
 
 
 def _trusted_prefixes() -> tuple:
     """Where the interpreter, the installed packages and the guest files live: read-only in the sandbox."""
-    places = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.abspath(__file__)),
+    places = {sys.prefix, sys.base_prefix, sys.exec_prefix, HERE,
               *site.getsitepackages(), *(p for p in sys.path if "site-packages" in p)}
     return tuple(os.path.join(os.path.realpath(p), "") for p in places if p)
 
@@ -143,15 +183,14 @@ def _trusted_prefixes() -> tuple:
 TRUSTED_PREFIXES = _trusted_prefixes()
 
 
-class StudentCodeWatch:
-    """Which code is the student's; as a profile hook (inside a permitted built-in call), armed while it runs."""
+class StudentCode:
+    """Which code is the student's: anything but a provided cell's code or a file of the Python installation
+    (or of the guest); a file the student wrote to scratch or /tmp and imported is the student's too."""
 
     def __init__(self, runner) -> None:
-        self.runner, self.depth, self.kinds = runner, 0, {}
+        self.runner, self.kinds = runner, {}
 
-    def is_students(self, filename: str) -> bool:
-        """Anything but a provided cell's code or a file of the Python installation (or of the guest):
-        a file the student wrote to scratch or /tmp and imported is the student's too."""
+    def __call__(self, filename: str) -> bool:
         kind = self.kinds.get(filename)
         if kind is None:
             runner = self.runner
@@ -160,21 +199,3 @@ class StudentCodeWatch:
                 or os.path.realpath(filename).startswith(TRUSTED_PREFIXES))
             self.kinds[filename] = kind
         return kind
-
-    def __call__(self, frame, event, arg) -> None:
-        if event == "call" and self.is_students(frame.f_code.co_filename):
-            self.depth += 1
-            if self.depth == 1:
-                self.runner.arm()
-        elif event == "return" and self.depth and self.is_students(frame.f_code.co_filename):
-            self.depth -= 1
-            if self.depth == 0:
-                self.runner.disarm()
-
-    def __enter__(self) -> "StudentCodeWatch":
-        sys.setprofile(self)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        sys.setprofile(None)
-        self.depth = 0

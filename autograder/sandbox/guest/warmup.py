@@ -51,7 +51,9 @@ def warm_up(restore_files: bool = True) -> tuple[sandbox_runner.Runner, dict[str
         fig.colorbar(ax.imshow(torch.arange(16.0).reshape(4, 4).numpy()), ax=ax)
         ax.text(0, 0, "0.25")
         fig.savefig(io.BytesIO(), format="png")
-        runner.aten_plan()  # which kernels the tripwires replace: read from the dispatcher once, inherited
+        # Built-in softmax and attention raise from now on, in the zygote and every runner it forks; nothing
+        # of the student's can lift them (``tripwires.py``).  Before the freeze: they are found by a walk.
+        runner.install_tripwires()
     os.environ.clear()
     os.environ.update(environment)  # e.g. TORCHINDUCTOR_CACHE_DIR, set by importing torch._dynamo
     problem = restore(taken) if restore_files else ""
