@@ -33,6 +33,11 @@ c.Exchange.root = os.environ.get("SDPA_EXCHANGE_ROOT") or os.path.join(os.path.d
                                                                        "exchange")
 os.makedirs(c.Exchange.root, exist_ok=True)  # nbgrader (and formgrader) expect it to exist
 
+# Student code runs only in the sandbox (bubblewrap): where it cannot start, grading refuses with one line
+# that says why.  True grades there anyway, with no filesystem or network isolation, and every output, report
+# and feedback page says so (docs/instructor/containers.md).  Set it here, before configure(c).
+c.SandboxedExecute.allow_unisolated = False
+
 configure(c)
 
 # Feedback pages that work offline (LaTeX rendered to MathML, no MathJax CDN) and name each part

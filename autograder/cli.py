@@ -30,6 +30,7 @@ from typing import NoReturn, Optional
 from .batch.coursedir import ASSIGNMENT, CourseError
 from .batch.dask_cluster import DEFAULT_TIMEOUT
 from .i18n import LOCALES
+from .sandbox.launcher import SandboxUnavailableError
 
 PROG = "sdpa-course"
 NBGRADER_OPTION = re.compile(r"^--[A-Za-z_]\w*\.[A-Za-z_]\w*=.*$", re.S)
@@ -121,7 +122,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .demo.run import run_demo
 
         return run_demo(args.dir)
-    except CourseError as exc:
+    except (CourseError, SandboxUnavailableError) as exc:  # the input, or a sandbox that cannot start
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -370,14 +370,21 @@ def _html(data):
         (slow_title, "", _table(slow_title, [student, seconds], slow, 2)),
         (students_title, "", _table(students_title, [student, _("得分"), _("满分"), seconds, _("沙箱事件"),
                                                      _("需审阅"), codes_title], rows, 7))]
+    unisolated = [r.student for r in data.students if r.isolated is False]
+    warning = _("这些学生的代码评分时没有在沙箱中运行（没有文件系统和网络隔离，教师设置了 allow_unisolated）："
+                "{students}")
+    banner = (f'<p role="alert" class="unisolated">{esc(warning.format(students=", ".join(unisolated)))}</p>'
+              if unisolated else "")
     body = "\n".join(f"<h2>{esc(heading)}</h2>\n" + (f"<p>{esc(note)}</p>\n" if note else "") + table
                      for heading, note, table in sections)
     return f"""<!DOCTYPE html>
 <html lang="{i18n.html_lang()}"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>{STYLE}
+.unisolated{{background:#fff3cd;color:#5c3c00;border:2px solid #8a5a00;padding:0.5em;font-weight:bold}}
 .visually-hidden{{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}}</style></head><body>
 <main>
 <h1>{esc(title)}</h1>
+{banner}
 <ul>{facts}</ul>
 <p>{links}</p>
 <div class="grid">{charts}</div>

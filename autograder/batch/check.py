@@ -16,10 +16,11 @@ from typing import Optional, Union
 from ..grading import record
 from ..nbgrader.warm import before_first_grading
 from ..notebook.cells import grade_id, nbgrader_meta
+from ..sandbox import isolation
 from .bundle import make_bundle
 from .coursedir import CourseError, check_course, load_app
 from .failures import Failure, failure_result
-from .worker import Grader, collector_paused
+from .worker import Grader, collector_paused, sandbox_or_refuse
 
 
 def check_notebook(course: Union[str, os.PathLike], notebook: Union[str, os.PathLike], assignment: str,
@@ -36,6 +37,9 @@ def check_notebook(course: Union[str, os.PathLike], notebook: Union[str, os.Path
     with collector_paused():  # these import nbgrader and torch
         app = load_app(course, extra)
         check_course(app, assignment)
+    sandbox = sandbox_or_refuse(app)  # before any student code: refuse, or say so
+    if not sandbox.isolated:
+        print(isolation.banner(sandbox), file=sys.stderr)
     with Gradebook(app.coursedir.db_url, app.coursedir.course_id) as gb:
         spec = gb.find_assignment(assignment)
         names = [nb.name for nb in spec.notebooks]

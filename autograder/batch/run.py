@@ -41,6 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, TextIO, Union
 
+from ..sandbox import isolation
 from .bundle import make_bundle, read_tree
 from .coursedir import (
     ASSIGNMENT,
@@ -56,7 +57,7 @@ from .dask_cluster import DEFAULT_TIMEOUT, grade_on_dask_worker, probe_scheduler
 from .failures import Failure, exit_text, failure_result, reason_of
 from .importer import Importer
 from .local_workers import LocalWorker, remove_stale_worker_dirs, start_zygotes, stop_zygotes
-from .worker import collector_paused, warm_parent
+from .worker import collector_paused, sandbox_or_refuse, warm_parent
 
 LOCK = ".sdpa-course.lock"
 MAX_SUBMISSION_BYTES = 64 * 2**20
@@ -138,6 +139,9 @@ class Autograder:
         self.app = load_app(self.course, self.nbgrader_args)
         coursedir = self.app.coursedir
         check_course(self.app, self.assignment)
+        sandbox = sandbox_or_refuse(self.app)  # before any student: refuse, or say so
+        if not sandbox.isolated:
+            self.say(isolation.banner(sandbox))
         found = find_submissions(coursedir, self.assignment)
         sub_pattern = os.path.relpath(step_dir(coursedir, coursedir.submitted_directory, "*", self.assignment),
                                       self.course)

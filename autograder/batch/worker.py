@@ -223,6 +223,15 @@ def uses_sandboxed_execute(app) -> bool:
     return SandboxedExecute in Autograde(coursedir=app.coursedir, parent=app).autograde_preprocessors
 
 
+def sandbox_or_refuse(app):
+    """The sandbox's status before any student code runs: `isolation.IsolationRefused` where it cannot start
+    and the course has not set `allow_unisolated`."""
+    from ..nbgrader import SandboxedExecute
+    from ..sandbox import isolation
+
+    return isolation.require(SandboxedExecute(parent=app).allow_unisolated)
+
+
 def runner_settings(app) -> dict:
     """The limits and isolation the course's sessions ask their runner source for (``nbgrader_config.py``)."""
     from ..nbgrader import SandboxedExecute

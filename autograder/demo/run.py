@@ -17,6 +17,7 @@ from typing import Optional, Union
 from .. import report
 from ..batch.coursedir import CourseError
 from ..grading import record
+from ..sandbox import isolation
 from . import course as coursekit
 from . import submissions
 
@@ -34,6 +35,9 @@ def run_demo(directory: Optional[Union[str, os.PathLike]] = None) -> int:
 
     def nbgrader(*cmd: str) -> subprocess.CompletedProcess:
         proc = coursekit.nbgrader(root, *cmd, check=False)
+        refused = [line for line in proc.stderr.splitlines() if isolation.REFUSED in line]
+        if refused:  # no sandbox here, and grading without one is not allowed: nothing was graded
+            raise isolation.IsolationRefused(isolation.REFUSED + refused[0].split(isolation.REFUSED, 1)[1])
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
             step(f"   `nbgrader {' '.join(cmd)}` exited with {proc.returncode}: {tail[0]}")

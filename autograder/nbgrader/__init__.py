@@ -69,6 +69,7 @@ def configure(c: Any) -> None:
     """Install `pipelines` and the inert markdown filters into an nbgrader config object `c`."""
     grading = _autograde_command()
     if grading:
+        _refuse_without_sandbox(c)
         # `nbgrader autograde` will grade: its zygote starts now, before `pipelines` imports torch and the
         # checks, and warms up (seconds of CPU, in its own sandbox) while nbgrader goes on importing and
         # reading the course.  Default runner settings; a course configured otherwise gets a new zygote at
@@ -94,6 +95,26 @@ def configure(c: Any) -> None:
         from .warm import before_first_grading
 
         before_first_grading()  # while the zygote warms up, what the first submission would import on its way
+
+
+def _refuse_without_sandbox(c: Any) -> None:
+    """`nbgrader autograde` where the sandbox cannot start: one line and exit status 2 before any student is
+    touched, unless `c.SandboxedExecute.allow_unisolated` is set (in this file, before `configure(c)`, or on
+    the command line).  SandboxedExecute refuses again for every other path (formgrader's button)."""
+    import sys
+
+    from ..sandbox import isolation
+
+    allowed = bool(c.SandboxedExecute.get("allow_unisolated", False)) or any(
+        arg.lower() in ("--sandboxedexecute.allow_unisolated=true", "--sandboxedexecute.allow_unisolated")
+        for arg in sys.argv)
+    try:
+        status = isolation.require(allowed)
+    except isolation.IsolationRefused as exc:
+        print(f"nbgrader autograde: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if not status.isolated:
+        print(f"nbgrader autograde: {isolation.banner(status)}", file=sys.stderr)
 
 
 def _autograde_command() -> bool:

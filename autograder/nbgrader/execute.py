@@ -14,7 +14,7 @@ from ..grading import code_review
 from ..i18n import using
 from ..notebook.cells import CellError, code_cells, display_cells, grade_id
 from ..notebook.editions import language_of
-from ..sandbox import shared_zygote
+from ..sandbox import isolation, shared_zygote
 from ..sandbox.launcher import Limits
 from ..sandbox.session import Budget, CellRunError, StudentSession
 from . import calibration, calibration_file
@@ -53,7 +53,11 @@ class SandboxedExecute(NbGraderPreprocessor):
         "`limits_from_reference`: the reference run that times the cells also records them.")).tag(config=True)
     total_seconds = Float(240.0, help="Time budget of one submission (cells and checks).").tag(config=True)
     memory_mb = Integer(6144, help="Address-space limit of the runner, MiB.").tag(config=True)
-    require_isolation = Bool(False, help="Refuse to grade where no sandbox is available.").tag(config=True)
+    allow_unisolated = Bool(False, help=(
+        "Grade where the sandbox (bubblewrap) cannot start, running student code with no filesystem or network "
+        "isolation. Off: every grading path refuses there, with one line that says why and what to do "
+        "(docs/instructor/containers.md). On: every command's output, the class report and each feedback page "
+        "say that the code ran without isolation.")).tag(config=True)
     warm_zygote = Bool(True, help=(
         "Where no runner source is handed in (stock `nbgrader autograde`, formgrader's Autograde button, "
         "`sdpa-course check`), fork every runner from one warm zygote kept for the whole grading process, as "
@@ -72,6 +76,10 @@ class SandboxedExecute(NbGraderPreprocessor):
     recalibrate = Bool(False, help=(
         "Measure the reference solution again in this process (once) and replace the kept timings, "
         "even when they match this machine, course and torch.")).tag(config=True)
+
+    @property
+    def require_isolation(self) -> bool:
+        return not self.allow_unisolated
 
     def limits(self) -> Limits:
         return Limits(memory_bytes=self.memory_mb * 2**20)
@@ -118,6 +126,9 @@ class SandboxedExecute(NbGraderPreprocessor):
             return self._preprocess(nb, resources)
 
     def _preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
+        status = isolation.require(self.allow_unisolated)  # before any student code: refuse, or say so
+        if not status.isolated:
+            self.log.warning("%s", isolation.banner(status))
         positions, sources = code_cells(nb)
         display = display_cells(nb, positions)
         reference, budget, known = self.reference(resources), self.budget(), {}

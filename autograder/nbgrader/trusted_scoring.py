@@ -22,6 +22,7 @@ from .state import EXECUTION, Shared
 log = logging.getLogger(__name__)
 # Notebook metadata key of the root-cause summary ({"text", "html"}) that the feedback page opens with.
 SUMMARY_KEY = "sdpa_root_causes"
+UNISOLATED_KEY = "sdpa_unisolated"  # the feedback page's banner: graded without the sandbox
 
 
 def _locate_events(nb, positions, events, info):
@@ -90,6 +91,10 @@ class TrustedScoring(NbGraderPreprocessor):
                 report["cells"].append(self._score_cell(cell, results, events))
                 events = ()
         report["root_causes"] = self._summarise(nb, results, parts)
+        nb.metadata.pop(UNISOLATED_KEY, None)
+        if not session.status.isolated:  # the instructor allowed it (`allow_unisolated`): the page says so
+            banner = _("评分时学生代码没有在沙箱中运行（没有文件系统和网络隔离）：{reason}")
+            nb.metadata[UNISOLATED_KEY] = banner.format(reason=session.status.reason)
         resources.setdefault("outputs", {})[record.filename(info["notebook"])] = record.dumps(report)
         return nb, resources
 
