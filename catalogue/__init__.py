@@ -16,12 +16,13 @@ from autograder.notebook.cells import is_test_cell, nbgrader_meta
 from .attacks import ATTACKS
 from .charging import CHARGING
 from .evidence import EVIDENCE
+from .handles import HANDLES
 from .recording import RECORDING
 
-__all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CHARGING", "CORRECT", "EMPTY", "EVIDENCE", "MARKER", "RECORDING", "ROOT",
+__all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CHARGING", "CORRECT", "EMPTY", "EVIDENCE", "HANDLES", "MARKER", "RECORDING", "ROOT",
            "SOLUTION_NOTEBOOK", "Sample", "automatic_cells", "build", "verdict"]
 
-CATALOGUE = CORRECT + BUGS + ATTACKS + CHARGING + EVIDENCE + RECORDING + EMPTY
+CATALOGUE = CORRECT + BUGS + ATTACKS + CHARGING + EVIDENCE + RECORDING + HANDLES + EMPTY
 
 
 def automatic_cells():
