@@ -19,8 +19,8 @@ from .evidence import EVIDENCE
 from .handles import HANDLES
 from .recording import RECORDING
 
-__all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CHARGING", "CORRECT", "EMPTY", "EVIDENCE", "HANDLES", "MARKER", "RECORDING", "ROOT",
-           "SOLUTION_NOTEBOOK", "Sample", "automatic_cells", "build", "verdict"]
+__all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CHARGING", "CORRECT", "EMPTY", "EVIDENCE", "HANDLES", "MARKER",
+           "RECORDING", "ROOT", "SOLUTION_NOTEBOOK", "Sample", "automatic_cells", "build", "verdict"]
 
 CATALOGUE = CORRECT + BUGS + ATTACKS + CHARGING + EVIDENCE + RECORDING + HANDLES + EMPTY
 
