@@ -53,6 +53,8 @@ MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
                "mmap": "native-code", "fcntl": "process-limits", "subprocess": "process-creation",
                "multiprocessing": "process-creation", "pty": "process-creation", "socket": "other-processes",
                "threading": "threads", "_thread": "threads",
+               # code objects loaded from compiled files (a library's .pyc rebuilt into a function)
+               "marshal": "dynamic-code",
                **dict.fromkeys(GRADER_STRINGS, "grader-internals")}
 NAME_CODE = {"exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code",
              "__import__": "dynamic-code", "__builtins__": "introspection"}
