@@ -26,7 +26,8 @@ REVIEW_ATTRS = {
     "grader-internals": {"display_formatter", "display_pub", "displayhook", "user_ns_hidden", "proto_out",
                          "proto_in", "forbidden_used", "blocking", "_aten_library", "_libraries", "_destroy",
                          "install_tripwires", "remove_tripwires", "disarm", "aten_plan", "student_files",
-                         "provided_files", "_exec_armed", "StudentCodeWatch"},
+                         "provided_files", "_exec_armed", "StudentCodeWatch", "forbidden_call", "_ask_grader",
+                         "_exec_demo", "_dispatch_library", "_DispatchModule"},
 }
 ATTR_CODE = {name: code for code, names in REVIEW_ATTRS.items() for name in names}
 # Qualified names (after the student's import aliases) whose last part is too common to flag alone.
