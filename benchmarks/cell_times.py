@@ -40,7 +40,7 @@ def run(args) -> int:
         # The very measurement grading makes of the reference (calibration.measure), cell by cell.
         for run in range(args.repeat + 1):
             times = measure(source, lambda sources, display, roles: StudentSession(
-                sources, display_cells=display, provided_cells=roles[0], disarmed_cells=roles[1],
+                sources, display_cells=display, provided_cells=roles[0], demo_cells=roles[1],
                 runner_source=server))
             for key, seconds in times.cells.items() if run else ():
                 means[key] = means.get(key, 0.0) + seconds / args.repeat

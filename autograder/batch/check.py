@@ -16,7 +16,6 @@ from typing import Optional, Union
 from ..grading import record
 from ..nbgrader.warm import before_first_grading
 from ..notebook.cells import grade_id, nbgrader_meta
-from ..sandbox import isolation
 from .bundle import make_bundle
 from .coursedir import CourseError, check_course, load_app
 from .failures import Failure, failure_result
@@ -37,9 +36,7 @@ def check_notebook(course: Union[str, os.PathLike], notebook: Union[str, os.Path
     with collector_paused():  # these import nbgrader and torch
         app = load_app(course, extra)
         check_course(app, assignment)
-    sandbox = sandbox_or_refuse(app)  # before any student code: refuse, or say so
-    if not sandbox.isolated:
-        print(isolation.banner(sandbox), file=sys.stderr)
+    sandbox_or_refuse(app, lambda line: print(line, file=sys.stderr))  # before any student code: refuse, or say so
     with Gradebook(app.coursedir.db_url, app.coursedir.course_id) as gb:
         spec = gb.find_assignment(assignment)
         names = [nb.name for nb in spec.notebooks]

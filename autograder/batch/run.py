@@ -41,7 +41,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, TextIO, Union
 
-from ..sandbox import isolation
 from .bundle import make_bundle, read_tree
 from .coursedir import (
     ASSIGNMENT,
@@ -139,9 +138,7 @@ class Autograder:
         self.app = load_app(self.course, self.nbgrader_args)
         coursedir = self.app.coursedir
         check_course(self.app, self.assignment)
-        sandbox = sandbox_or_refuse(self.app)  # before any student: refuse, or say so
-        if not sandbox.isolated:
-            self.say(isolation.banner(sandbox))
+        sandbox_or_refuse(self.app, self.say)  # before any student: refuse, or say so
         found = find_submissions(coursedir, self.assignment)
         sub_pattern = os.path.relpath(step_dir(coursedir, coursedir.submitted_directory, "*", self.assignment),
                                       self.course)

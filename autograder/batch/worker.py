@@ -223,13 +223,13 @@ def uses_sandboxed_execute(app) -> bool:
     return SandboxedExecute in Autograde(coursedir=app.coursedir, parent=app).autograde_preprocessors
 
 
-def sandbox_or_refuse(app):
-    """The sandbox's status before any student code runs: `isolation.IsolationRefused` where it cannot start
-    and the course has not set `allow_unisolated`."""
+def sandbox_or_refuse(app, say) -> None:
+    """Before any student code runs: `isolation.IsolationRefused` where the sandbox cannot start and the
+    course has not set `allow_unisolated`; where it has, the banner goes to `say`."""
     from ..nbgrader import SandboxedExecute
     from ..sandbox import isolation
 
-    return isolation.require(SandboxedExecute(parent=app).allow_unisolated)
+    isolation.require(SandboxedExecute(parent=app).allow_unisolated, say)
 
 
 def runner_settings(app) -> dict:

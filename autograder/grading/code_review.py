@@ -4,7 +4,7 @@ Two consequences, both decided here and never by the student's process:
 
 - a part whose graded functions reach a built-in softmax or attention loses
   its points, with ``[softmax-builtin]`` / ``[sdpa-builtin]``, even when the
-  run-time tripwire inside the runner was disarmed;
+  run-time tripwire inside the runner was lifted;
 - code that tampers with the grader or the process (gc walks, ``sys.modules``
   edits, ctypes, prlimit, other pids, dynamic code) is flagged for a person:
   it is listed in the feedback and in ``sdpa-course report``, and costs no

@@ -109,12 +109,10 @@ def _refuse_without_sandbox(c: Any) -> None:
         arg.lower() in ("--sandboxedexecute.allow_unisolated=true", "--sandboxedexecute.allow_unisolated")
         for arg in sys.argv)
     try:
-        status = isolation.require(allowed)
+        isolation.require(allowed, lambda line: print(f"nbgrader autograde: {line}", file=sys.stderr))
     except isolation.IsolationRefused as exc:
         print(f"nbgrader autograde: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    if not status.isolated:
-        print(f"nbgrader autograde: {isolation.banner(status)}", file=sys.stderr)
 
 
 def _autograde_command() -> bool:

@@ -104,7 +104,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         store = calibration_file.Store(self.calibration_directory or calibration_file.default_directory(self),
                                        info["assignment"], info["notebook"], self.log)
         return calibration.reference_times(source, lambda cells, shown, roles: StudentSession(
-            cells, display_cells=shown, provided_cells=roles[0], disarmed_cells=roles[1], budget=self.budget(),
+            cells, display_cells=shown, provided_cells=roles[0], demo_cells=roles[1], budget=self.budget(),
             limits=self.limits(),
             require_isolation=self.require_isolation, runner_source=runners), store=store, again=self.recalibrate)
 
@@ -126,9 +126,9 @@ class SandboxedExecute(NbGraderPreprocessor):
             return self._preprocess(nb, resources)
 
     def _preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
-        status = isolation.require(self.allow_unisolated)  # before any student code: refuse, or say so
-        if not status.isolated:
-            self.log.warning("%s", isolation.banner(status))
+        # Before any student code (formgrader's button: stock autograde has refused already, in `configure`).
+        # Allowed, each unisolated runner's launch says so (``launcher.sandboxed_popen``).
+        isolation.require(self.allow_unisolated)
         positions, sources = code_cells(nb)
         display = display_cells(nb, positions)
         reference, budget, known = self.reference(resources), self.budget(), {}
@@ -138,7 +138,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                 known = calibration.known_outputs(reference, nb, positions, sources)
         provided, demonstrating = code_review.cell_roles(nb, positions, sources)
         session = StudentSession(sources, display_cells=display, budget=budget, known_outputs=known,
-                                 provided_cells=provided, disarmed_cells=demonstrating,
+                                 provided_cells=provided, demo_cells=demonstrating,
                                  limits=self.limits(), require_isolation=self.require_isolation,
                                  runner_source=self.runner_source(resources))
         state = ExecutionState(session, positions)

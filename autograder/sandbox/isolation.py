@@ -9,6 +9,8 @@ each feedback page say that the code ran without isolation.
 """
 from __future__ import annotations
 
+from typing import Callable, Optional
+
 from . import launcher
 
 OPTION = "c.SandboxedExecute.allow_unisolated = True"
@@ -33,9 +35,13 @@ def banner(status: launcher.SandboxStatus) -> str:
             f"({status.reason}; allowed by {OPTION})")
 
 
-def require(allow_unisolated: bool) -> launcher.SandboxStatus:
-    """The sandbox's status; raises `IsolationRefused` where it cannot start and that is not allowed."""
+def require(allow_unisolated: bool, say: Optional[Callable[[str], None]] = None) -> launcher.SandboxStatus:
+    """The sandbox's status; raises `IsolationRefused` where it cannot start and that is not allowed, and
+    hands the `banner` to `say` where it is."""
     status = launcher.probe()
-    if not status.isolated and not allow_unisolated:
-        raise IsolationRefused(refusal(status))
+    if not status.isolated:
+        if not allow_unisolated:
+            raise IsolationRefused(refusal(status))
+        if say is not None:
+            say(banner(status))
     return status

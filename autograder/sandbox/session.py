@@ -148,13 +148,13 @@ class StudentSession:
                  limits: Optional[launcher.Limits] = None, require_isolation: bool = False,
                  runner_source: Optional[RunnerSource] = None,
                  known_outputs: Optional[Mapping[int, list]] = None,
-                 provided_cells: Iterable[int] = (), disarmed_cells: Iterable[int] = ()):
+                 provided_cells: Iterable[int] = (), demo_cells: Iterable[int] = ()):
         self.cells = list(cells)  # code cell sources, in notebook order
         # Which code is the course's: every other cell is the student's.  The runner's tripwires never come
-        # off; while a provided cell that demonstrates a built-in softmax or attention runs (`disarmed_cells`),
+        # off; while a provided cell that demonstrates a built-in softmax or attention runs (`demo_cells`),
         # this side computes the built-ins its own code calls (``demo_builtins.py``).
         self.provided_cells = set(provided_cells)
-        self.disarmed_cells = set(disarmed_cells) & self.provided_cells
+        self.demo_cells = set(demo_cells) & self.provided_cells
         # Provided cells that run before any student code, with the outputs the reference run showed
         # (``calibration``): run without rendering figures; if their text is the reference's, the
         # reference's outputs are kept, figures included.
@@ -179,7 +179,7 @@ class StudentSession:
         self.report = SessionReport(status=launcher.probe(), started=started)
 
     def _roles(self, pos):
-        return {"provided": pos in self.provided_cells, "permit_builtins": pos in self.disarmed_cells}
+        return {"provided": pos in self.provided_cells, "demo": pos in self.demo_cells}
 
     @property
     def proc(self):
@@ -235,7 +235,7 @@ class StudentSession:
     def _exchange(self, msg, blobs, timeout):
         request_id = secrets.token_hex(8)
         # Only while a demo cell runs does this side compute the built-ins the cell's own code calls.
-        builtins = DemoBuiltins() if msg.get("op") == "exec" and msg.get("permit_builtins") else None
+        builtins = DemoBuiltins() if msg.get("op") == "exec" and msg.get("demo") else None
         return self._runner.request(msg, blobs, request_id, self._deadline(timeout), self._watch, builtins)
 
     def _request(self, msg, blobs, timeout):

@@ -60,7 +60,7 @@ def test_the_reference_solution_is_timed_cell_by_cell_and_call_by_call():
     try:
         reference = calibration.reference_times(
             source, lambda cells, shown, roles: StudentSession(cells, display_cells=shown, provided_cells=roles[0],
-                                                               disarmed_cells=roles[1], budget=Budget()))
+                                                               demo_cells=roles[1], budget=Budget()))
     finally:
         calibration.forget()
     assert reference is not None, "the reference solution should run cleanly and pass its hidden checks"

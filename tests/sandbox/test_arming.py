@@ -15,7 +15,7 @@ CATCH = "except Exception as e:\n    {name} = type(e).__name__"
 
 def _session(cells, demo=()):
     """Cell 0 (the set-up) and the `demo` cells are the course's; a demo cell may show the built-ins."""
-    return StudentSession(cells, provided_cells={0, *demo}, disarmed_cells=demo,
+    return StudentSession(cells, provided_cells={0, *demo}, demo_cells=demo,
                           budget=Budget(cell_timeout=60, call_timeout=30))
 
 

@@ -135,7 +135,7 @@ walk = _walk()
 
 
 def _session(cells, demo=()):
-    return StudentSession(cells, provided_cells={0, *demo}, disarmed_cells=demo,
+    return StudentSession(cells, provided_cells={0, *demo}, demo_cells=demo,
                           budget=Budget(cell_timeout=180, call_timeout=30, total_seconds=400))
 
 

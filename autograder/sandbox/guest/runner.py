@@ -138,7 +138,7 @@ class Runner:
         # The tripwires never come off.  In a provided cell that demonstrates a built-in, a call that only
         # the course's own code leads to is computed by the grader (`forbidden_call`).
         self._exec_provided = bool(msg.get("provided"))
-        self._exec_demo = self._exec_provided and bool(msg.get("permit_builtins"))
+        self._exec_demo = self._exec_provided and bool(msg.get("demo"))
         self.outputs = []
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
