@@ -17,6 +17,7 @@ the two grading steps share for one notebook.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from typing import Any
@@ -109,10 +110,18 @@ def _refuse_without_sandbox(c: Any) -> None:
         arg.lower() in ("--sandboxedexecute.allow_unisolated=true", "--sandboxedexecute.allow_unisolated")
         for arg in sys.argv)
     try:
-        isolation.require(allowed, lambda line: print(f"nbgrader autograde: {line}", file=sys.stderr))
+        isolation.require(allowed, _say_once)
     except isolation.IsolationRefused as exc:
         print(f"nbgrader autograde: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+@functools.cache
+def _say_once(line: str) -> None:
+    """nbgrader reads nbgrader_config.py (and so calls `configure`) more than once per command."""
+    import sys
+
+    print(f"nbgrader autograde: {line}", file=sys.stderr)
 
 
 def _autograde_command() -> bool:
