@@ -181,7 +181,7 @@ class ForkedRunner:
 class ForkServer:
     """A `runners.RunnerSource` that forks runners from a warmed zygote; see the module docstring."""
 
-    def __init__(self, limits: Optional[launcher.Limits] = None, require_isolation: bool = False,
+    def __init__(self, limits: Optional[launcher.Limits] = None, require_isolation: bool = True,
                  start_timeout: float = 60.0, reply_timeout: float = 5.0, directory: Optional[str] = None) -> None:
         self.directory = directory  # where each zygote's own directory goes (tempfile's default if None)
         self.limits = limits or launcher.Limits()

@@ -106,7 +106,7 @@ class _Warm:
 class RunnerPool:
     """Keeps one sandboxed runner started ahead; see the module docstring."""
 
-    def __init__(self, limits: Optional[launcher.Limits] = None, require_isolation: bool = False,
+    def __init__(self, limits: Optional[launcher.Limits] = None, require_isolation: bool = True,
                  preload: Sequence[str] = PRELOAD_MODULES, start_timeout: float = 60.0) -> None:
         self.limits = limits or launcher.Limits()
         self.require_isolation = require_isolation

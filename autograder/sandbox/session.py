@@ -145,7 +145,7 @@ class StudentSession:
     call_seconds = Reported()
 
     def __init__(self, cells: Iterable[str], *, display_cells: Iterable[int] = (), budget: Budget = Budget(),
-                 limits: Optional[launcher.Limits] = None, require_isolation: bool = False,
+                 limits: Optional[launcher.Limits] = None, require_isolation: bool = True,
                  runner_source: Optional[RunnerSource] = None,
                  known_outputs: Optional[Mapping[int, list]] = None,
                  provided_cells: Iterable[int] = (), demo_cells: Iterable[int] = ()):

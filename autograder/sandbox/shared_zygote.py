@@ -138,7 +138,7 @@ def start_early() -> None:
     Sessions configured otherwise get a new zygote at their first runner (`forkserver.ForkServer.take`).
     Where no zygote can run, nothing: the first session says so in the grading log."""
     if ForkServer.usable():
-        process_runners(launcher.Limits(), False)
+        process_runners(launcher.Limits(), True)
 
 
 def _close_shared():

@@ -54,3 +54,18 @@ def test_resources_can_be_deep_copied_as_nbconvert_does():
     state = Shared.get(copied, EXECUTION)
     assert Shared.get(copy.deepcopy(copied), EXECUTION) is state
     state.close()
+
+
+def test_runner_sources_started_before_the_course_is_read_have_the_courses_default_settings():
+    """A zygote started early (``configure``, ``sdpa-course check``/``autograde``) is kept only if its settings
+    are those the course's sessions ask for: a default that differs starts a second zygote at the first
+    student (seconds of warm-up, serial)."""
+    import inspect
+
+    from autograder.sandbox import forkserver, pool, session
+    from autograder.sandbox.launcher import Limits
+
+    course = SandboxedExecute()
+    assert (course.limits(), course.require_isolation) == (Limits(), True)
+    for starter in (forkserver.ForkServer, pool.RunnerPool, session.StudentSession):
+        assert inspect.signature(starter).parameters["require_isolation"].default is course.require_isolation

@@ -57,8 +57,8 @@ def test_a_spare_goes_to_one_session_and_the_next_one_starts(fake):
     runners.warm()  # one spare at a time
     assert len(fake.made) == 1
     spare = fake.made[0]
-    assert (spare.limits, spare.require_isolation) == (limits, False)
-    handed = runners.take(limits, False)
+    assert (spare.limits, spare.require_isolation) == (limits, True)
+    handed = runners.take(limits, True)
     assert (handed.proc, handed.replies, handed.directory, handed.log) == (
         spare.proc, spare.replies, spare.directory, spare.log)
     assert spare.waited == 7.0 and not spare.discarded
@@ -66,7 +66,7 @@ def test_a_spare_goes_to_one_session_and_the_next_one_starts(fake):
     assert (runners.handed, runners.missed) == (1, 0)
     runners.close()
     assert fake.made[1].discarded
-    assert runners.take(limits, False) is None and runners.missed == 1 and len(fake.made) == 3  # warms one again
+    assert runners.take(limits, True) is None and runners.missed == 1 and len(fake.made) == 3  # warms one again
 
 
 def test_a_session_with_other_limits_starts_its_own_and_the_pool_learns_them(fake):
@@ -93,7 +93,7 @@ def test_no_spare_is_started_when_no_more_work_is_coming(fake):
     runners = pool.RunnerPool()
     runners.warm()
     runners.keep_warm = False
-    assert runners.take(runners.limits, False) is not None
+    assert runners.take(runners.limits, runners.require_isolation) is not None
     assert len(fake.made) == 1 and runners._spare is None
 
 
