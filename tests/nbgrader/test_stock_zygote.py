@@ -112,7 +112,7 @@ def test_a_zygote_that_cannot_start_leaves_fresh_runners_and_a_log_line(monkeypa
     log = logging.getLogger("test-stock-zygote")
     try:
         with caplog.at_level(logging.WARNING, logger=log.name):
-            source = shared_zygote.process_runners(launcher.Limits(), False, log)
+            source = shared_zygote.process_runners(launcher.Limits(), True, log)
             assert source is not None
             source.server.start_timeout = 20
             with StudentSession(["z = 3"], runner_source=source) as s:
@@ -130,7 +130,7 @@ def test_one_zygote_per_process_shared_by_its_sessions_and_not_by_a_forked_child
         from autograder.sandbox import forkserver, launcher, shared_zygote
         from autograder.sandbox.session import StudentSession
         def grade():
-            source = shared_zygote.process_runners(launcher.Limits(), False)
+            source = shared_zygote.process_runners(launcher.Limits(), True)
             with StudentSession(["import os\\npid = os.getpid()"], runner_source=source) as s:
                 s.run_notebook()
                 return s.get("pid"), isinstance(s.proc, forkserver.ForkedRunner), id(source.server)
@@ -185,7 +185,7 @@ def test_an_idle_zygote_is_stopped_and_the_next_session_gets_a_new_one():
 
     shared_zygote.close()
     try:
-        source = shared_zygote.process_runners(launcher.Limits(), False, logging.getLogger("idle"), idle_seconds=1.0)
+        source = shared_zygote.process_runners(launcher.Limits(), True, logging.getLogger("idle"), idle_seconds=1.0)
         with StudentSession(["a = 1"], runner_source=source) as s:
             s.run_notebook()
             assert isinstance(s.proc, forkserver.ForkedRunner) and s.get("a") == 1
