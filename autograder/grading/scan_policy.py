@@ -44,7 +44,8 @@ QUALNAME_CODE = {
                      "concurrent.futures.ProcessPoolExecutor"), "process-creation"),
     "concurrent.futures.ThreadPoolExecutor": "threads",
     **dict.fromkeys(("importlib.import_module", "builtins.exec", "builtins.eval", "builtins.compile",
-                     "builtins.__import__"), "dynamic-code"),
+                     "builtins.__import__", "types.FunctionType", "types.LambdaType", "types.CodeType",
+                     "types.MethodType"), "dynamic-code"),
 }
 # Names of the grader's own modules: the guest files a runner imports by bare name, and this package.
 GRADER_STRINGS = {path.stem for path in guest.FILES} | {"autograder"}
@@ -112,6 +113,22 @@ LABELS = {
     "threads": N_("另起线程"),
     "recording": N_("记录、编译或截获计算"),
 }
+
+
+# Review categories whose code the grader cannot read to the end: a notebook with one of them anywhere
+# it runs has its points held until a person has read the flagged lines (`ScanResult.held`).  Code
+# that cannot read a forbidden function's work by itself is left out: "recording" (compiling or
+# tracing the student's own code, with the tripwires armed; charged where it replays a built-in).
+HOLDING = frozenset(LABELS) - {"softmax-builtin", "sdpa-builtin", "recording"}
+# What a student's code may read on sys.stdout and sys.stderr: the file methods.  During a cell these
+# are the runner's streams; any other attribute looks behind them.
+STREAM_NAMES = {"sys.stdout", "sys.stderr", "sys.stdin", "sys.__stdout__", "sys.__stderr__", "sys.__stdin__"}
+FILE_ATTRIBUTES = {"write", "writelines", "flush", "isatty", "fileno", "encoding", "errors", "name", "mode",
+                   "closed", "readable", "writable", "seekable", "newlines", "line_buffering", "write_through",
+                   "close", "read", "readline", "readlines", "seek", "tell", "truncate"}
+# Calls that only show what a top-level expression finds (`dir(torch)` as a cell's last line): a
+# read whose result is displayed and dropped, flagged but not held.
+DISPLAY_CALLS = {"dir", "vars", "help", "print", "sorted", "list", "len", "type", "repr", "display"}
 
 
 def family(name: str) -> "str | None":

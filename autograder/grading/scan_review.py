@@ -9,12 +9,14 @@ import re
 from .scan_ast import folded_string, is_call_to, is_ipython_call, root_name, short
 from .scan_policy import (
     ATTR_CODE,
+    FILE_ATTRIBUTES,
     FOREIGN_MAGICS,
     GRADER_STRINGS,
     MODULE_CODE,
     MODULE_MUTATORS,
     QUALNAME_CODE,
     SO_FILE,
+    STREAM_NAMES,
     family,
     recording,
 )
@@ -45,6 +47,8 @@ class ReviewRules:
                 add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", repr(value))
         if value == "/proc" or re.search(r"/proc/(?!self\b)", value):
             add(node, "review", "other-processes", repr(value))
+        elif re.search(r"/proc/(self|thread-self)/(task/\d+/)?(maps|smaps|mem|pagemap)", value):
+            add(node, "review", "introspection", repr(value))  # the process's own memory: where a heap scan starts
         if SO_FILE.search(value):
             add(node, "review", "native-code", repr(value))
         if value in GRADER_STRINGS:
@@ -59,6 +63,8 @@ class ReviewRules:
                 skip_module |= {id(n) for n in ast.walk(node.value)}
         if node.attr in ATTR_CODE:
             add(node, "review", ATTR_CODE[node.attr], text)
+        if self.qualname(node.value) in STREAM_NAMES and node.attr not in FILE_ATTRIBUTES:
+            add(node, "review", "grader-internals", text)  # behind the runner's stream, not a file method
         if qual in QUALNAME_CODE:
             add(node, "review", QUALNAME_CODE[qual], text)
         if (qual and id(node) not in skip_module and qual.split(".")[0] in MODULE_CODE
@@ -77,8 +83,18 @@ class ReviewRules:
         if group == "charged":
             add(node, "forbidden", RECORDED, text)
 
+    def _review_imported_name(self, node, add):
+        """A name bound by an import, used: `get_objects()` after `from gc import get_objects`."""
+        qual = self.aliases.get(node.id, node.id)
+        code = QUALNAME_CODE.get(qual) or MODULE_CODE.get(qual.split(".")[0]) or ATTR_CODE.get(qual.split(".")[-1])
+        if code:
+            add(node, "review", code, qual if qual == node.id else f"{node.id} ({qual})")
+
     def _review_import(self, node, add):
+        """An import with a constant name only binds names: flagged, but held only where they are used
+        (`_review_imported_name`, the attribute rules); a star import hides its names, so it holds."""
         for alias in node.names:
+            holds = alias.name == "*"
             if isinstance(node, ast.Import):
                 modules, qual = [alias.name], alias.name
             else:
@@ -91,9 +107,9 @@ class ReviewRules:
                 add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", qual)
             top = modules[0].split(".")[0]
             if top in MODULE_CODE:
-                add(node, "review", MODULE_CODE[top], f"import {modules[0]}")
+                add(node, "review", MODULE_CODE[top], f"import {modules[0]}", holds=holds)
             if qual in QUALNAME_CODE or alias.name in ATTR_CODE:
-                add(node, "review", QUALNAME_CODE.get(qual) or ATTR_CODE[alias.name], qual)
+                add(node, "review", QUALNAME_CODE.get(qual) or ATTR_CODE[alias.name], qual, holds=holds)
 
     def _review_call(self, node, add):
         func, args = node.func, node.args
@@ -103,6 +119,8 @@ class ReviewRules:
             if attr in ATTR_CODE:
                 add(node, "review", ATTR_CODE[attr], f"{func.id}(…, {attr!r})")
             owner = self.qualname(args[0])
+            if owner in STREAM_NAMES and attr not in FILE_ATTRIBUTES:
+                add(node, "review", "grader-internals", f"{func.id}({owner}, {attr!r})")
             if owner and self.module_like(root_name(args[0]) or ""):
                 self._recording(node, f"{owner}.{attr}", short(ast.unparse(node)), add)
         if isinstance(func, ast.Attribute) and func.attr in ("insert", "append", "extend") \
@@ -113,7 +131,7 @@ class ReviewRules:
                         for n in ast.walk(node)):
             add(node, "review", "dynamic-code", short(ast.unparse(node)))  # Python source written to disk
         if isinstance(func, ast.Name) and func.id in ("getattr", "setattr", "delattr") and args:
-            if len(args) >= 2 and not (isinstance(args[1], ast.Constant) and isinstance(args[1].value, str)):
+            if len(args) >= 2 and folded_string(args[1]) is None:  # a name the scan cannot read
                 add(node, "review", "dynamic-code", f"{func.id}(…, {ast.unparse(args[1])})")
             if func.id != "getattr" and (self.qualname(args[0]) == "sys.modules"
                                          or (isinstance(args[0], ast.Name) and self.module_like(args[0].id))):

@@ -43,6 +43,8 @@ from .scan_ast import (
     top_names,
 )
 from .scan_policy import (
+    DISPLAY_CALLS,
+    HOLDING,
     LABELS,
     LOOKUP_BUILTINS,
     LOOKUP_CALLS,
@@ -63,6 +65,10 @@ class Finding:
     code: str          # forbidden: "softmax-builtin" | "sdpa-builtin"; review: a category slug
     detail: str        # what was seen, e.g. "torch.nn.functional.softmax", "gc.get_objects"
     binding: str | None  # top-level name whose body/RHS contains it, None for bare top-level code
+    # review: whether it holds the notebook's points until a person has read it (`ScanResult.held`).
+    # False for a constant import (its names are judged where they are used) and for a top-level line
+    # that only displays what `dir`/`vars` find.
+    holds: bool = True
 
 
 @dataclass
@@ -71,6 +77,12 @@ class ScanResult:
     forbidden: dict[str, list[Finding]]     # graded function -> forbidden findings reachable from it
     review: list[Finding]                   # all review findings (anywhere in student code)
     unparsable: list[int]                   # cells that did not parse (skipped)
+
+    @property
+    def held(self) -> list[Finding]:
+        """Review findings the grader cannot read to the end: while there is one, no part's points count
+        until a person has read it (``scan_policy.HOLDING``)."""
+        return [f for f in self.review if f.holds and f.code in HOLDING]
 
 
 @dataclass
@@ -123,6 +135,19 @@ def scan(sources: list[str], functions: Iterable[str]) -> ScanResult:
     return ScanResult(scanner.findings, forbidden, review, unparsable)
 
 
+def _displays_only(expr) -> bool:
+    """A top-level expression that only shows what `dir`/`vars` find: `dir(torch)`, `print(sorted(vars(m)))`."""
+    def plain(node):
+        if isinstance(node, (ast.Name, ast.Constant)):
+            return True
+        if isinstance(node, ast.Attribute):
+            return plain(node.value)
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DISPLAY_CALLS \
+            and all(plain(a) for a in node.args) and all(plain(k.value) for k in node.keywords)
+
+    return plain(expr) and any(is_call_to(n, "dir", "vars") for n in ast.walk(expr))
+
+
 # -- the scanner ---------------------------------------------------------------------
 
 class _Scanner(ReviewRules):
@@ -130,6 +155,7 @@ class _Scanner(ReviewRules):
 
     def __init__(self, trees: list[ast.Module]) -> None:
         self.cell = 0
+        self.display = False  # inside a top-level line that only displays what it finds
         self.findings, self.seen = [], {}
         self.bindings = {}  # name -> [_Binding] in effect (replaced or unioned in notebook order)
         self.aliases, self.imported, self.module_vars, self.ipython, self.bound = {}, set(), set(), set(), set()
@@ -251,6 +277,12 @@ class _Scanner(ReviewRules):
         """Record one top-level statement (compound ones: their bodies count as top level, conditionally)."""
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             return self._import(stmt, conditional)
+        if isinstance(stmt, ast.Expr) and not conditional and _displays_only(stmt.value):
+            self.display = True
+            try:
+                return self._bind([stmt], [], [], conditional)
+            finally:
+                self.display = False
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return self._bind([stmt], [stmt.name], [], conditional)
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -345,22 +377,36 @@ class _Scanner(ReviewRules):
 
     # -- findings ----------------------------------------------------------------
 
-    def _add(self, node, kind, code, detail, binding):
-        finding = Finding(self.cell, getattr(node, "lineno", 1), kind, code, short(detail), binding)
+    def _add(self, node, kind, code, detail, binding, holds=True):
+        finding = Finding(self.cell, getattr(node, "lineno", 1), kind, code, short(detail), binding, holds)
         key = (finding.cell, finding.line, finding.code, finding.detail)
         if key not in self.seen:
             self.seen[key] = finding
             self.findings.append(finding)
+        elif holds and not self.seen[key].holds:  # the same text seen again where it does hold
+            self.findings[self.findings.index(self.seen[key])] = self.seen[key] = finding
         return self.seen[key]
 
     def _inspect(self, nodes, owner):
         """Every finding inside `nodes` (all depths); returns them."""
         out, skip_forbidden, skip_module = [], set(), set()
+        attribute_owners, constant_keys = set(), set()  # Names judged with their attribute; `m["key"]`
 
-        def add(node, kind, code, detail):
-            out.append(self._add(node, kind, code, detail, owner))
+        def add(node, kind, code, detail, holds=True):
+            out.append(self._add(node, kind, code, detail, owner, holds))
 
         for node in (n for top in nodes for n in ast.walk(top)):
+            if isinstance(node, ast.Attribute):
+                attribute_owners.add(id(node.value))
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                    and isinstance(node.slice.value, str):
+                constant_keys.add(id(node.value))
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in self.imported \
+                    and id(node) not in attribute_owners:
+                self._review_imported_name(node, add)
+            if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load) \
+                    and self.qualname(node) == "sys.modules" and id(node) not in constant_keys:
+                add(node, "review", "dynamic-code", short(ast.unparse(node)))  # modules found by a computed key
             if isinstance(node, ast.Attribute):
                 code = family(node.attr)
                 if code and node.attr in self.own_attributes and self._owns(node):
@@ -371,8 +417,9 @@ class _Scanner(ReviewRules):
                 self._review_attribute(node, add, skip_module)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in NAME_CODE:
                 add(node, "review", NAME_CODE[node.id], node.id)
-            elif isinstance(node, ast.Call) and is_call_to(node, "vars") and node.args:
-                add(node, "review", "dynamic-code", short(ast.unparse(node)))
+            elif isinstance(node, ast.Call) and is_call_to(node, "vars", "dir", "globals", "locals"):
+                # run-time discovery: names found, not written
+                add(node, "review", "dynamic-code", short(ast.unparse(node)), holds=not self.display)
                 self._review_call(node, add)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in LOOKUP_BUILTINS \
                     and id(node) not in self.called:

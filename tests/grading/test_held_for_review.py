@@ -1,0 +1,131 @@
+"""Code the grader cannot read holds the notebook's points, wherever it runs and however it is spelled.
+
+Generated forms (Hypothesis): each unreadable operation, under any module alias, placed at top level, in
+the graded function, in a helper it calls, in a lambda, a method or a nested function, always holds; the
+forms a student may use freely (constant imports, a top-level line that only displays `dir`) never do.
+"""
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autograder.grading import code_review
+from autograder.grading.static_scan import scan
+
+FUNCTIONS = ["softmax", "attention_output"]
+HAND_SOFTMAX = ("def softmax(x, dim=-1):\n    e = (x - x.amax(dim, keepdim=True)).exp()\n"
+                "    return e / e.sum(dim, keepdim=True)\n")
+
+# (module to import or None, expression using it as `{m}`): operations whose effect the grader cannot read.
+UNREADABLE = [
+    ("gc", "{m}.get_objects()"),
+    ("gc", "{m}.unfreeze()"),
+    ("sys", "{m}._getframe().f_back"),
+    ("sys", "{m}.stdout.runner"),
+    ("sys", "getattr({m}.stdout, 'runner')"),
+    ("sys", "vars({m}.stdout)"),
+    ("sys", "dir({m}.stderr)"),
+    ("sys", "{m}.modules['torch.' + name]"),
+    ("sys", "list({m}.modules.values())"),
+    ("torch", "getattr({m}, 'xamtfos'[::-1])"),
+    ("torch", "getattr({m}.nn.functional, name)"),
+    ("importlib", "{m}.import_module('torch.' + 'snoitubirtsid'[::-1])"),
+    (None, "__import__('g' + 'c')"),
+    (None, "exec('y = 1')"),
+    (None, "eval('1 + 1')"),
+    (None, "compile('1', 'x', 'eval')"),
+    (None, "globals()[name]"),
+    (None, "vars()[name]"),
+    (None, "softmax.__code__"),
+    (None, "open('/proc/self/maps').read()"),
+    ("ctypes", "{m}.pythonapi"),
+    ("ctypes", "{m}.cast(1, {m}.py_object)"),
+    ("marshal", "{m}.loads(data)"),
+    ("types", "{m}.FunctionType(code, {{}})"),
+    ("inspect", "{m}.currentframe()"),
+    ("operator", "{m}.attrgetter(name)(torch)"),
+    ("os", "{m}.kill(1, 9)"),
+    ("threading", "{m}.Thread(target=print)"),
+]
+# Where the operation sits: a template with `{op}` (an expression) and the graded softmax defined by hand.
+PLACES = {
+    "top level": "_v = {op}\n",
+    "in the graded function": "def softmax(x, dim=-1):\n    _v = {op}\n    return x.exp()\n",
+    "in a helper": "def _helper():\n    return {op}\ndef softmax(x, dim=-1):\n    _helper()\n    return x.exp()\n",
+    "in a lambda": "_f = lambda: {op}\n",
+    "in a method": "class _Ops:\n    def go(self):\n        return {op}\n",
+    "in a nested function": "def _outer():\n    def _inner():\n        return {op}\n    return _inner\n",
+    "in a loop at top level": "for _i in range(1):\n    _v = {op}\n",
+}
+
+
+def _cells(form, alias, place, imported_in):
+    module, expression = form
+    name = alias or module
+    op = expression.format(m=name)
+    imports = ""
+    if module:
+        imports = f"import {module} as {alias}\n" if alias else f"import {module}\n"
+    body = PLACES[place].format(op=op)
+    if imported_in == "same cell":
+        return [HAND_SOFTMAX, imports + body]
+    return [imports or "pass", HAND_SOFTMAX, body]  # the import at the top of an earlier cell
+
+
+@settings(max_examples=300, deadline=None)
+@given(form=st.sampled_from(UNREADABLE), alias=st.sampled_from([None, "_m", "helpers", "np2"]),
+       place=st.sampled_from(sorted(PLACES)), imported_in=st.sampled_from(["same cell", "earlier cell"]))
+def test_every_unreadable_form_holds_wherever_it_is(form, alias, place, imported_in):
+    result = scan(_cells(form, alias, place, imported_in), FUNCTIONS)
+    assert result.held, (form, alias, place, [(f.code, f.detail, f.holds) for f in result.review])
+
+
+@pytest.mark.parametrize("form", UNREADABLE, ids=lambda f: f[1])
+def test_a_from_import_is_judged_where_its_name_is_used(form):
+    """`from gc import get_objects as g` then `g()`: the import is free, the use holds."""
+    module, expression = form
+    if module is None or not expression.startswith("{m}."):
+        pytest.skip("no attribute of a module to import by name")
+    attribute = expression[len("{m}."):].split("(")[0].split(".")[0].split("[")[0]
+    use = "_g" + expression[len("{m}.") + len(attribute):].format(m=module)
+    imports = f"import {module}\nfrom {module} import {attribute} as _g\n"
+    assert not scan([imports, HAND_SOFTMAX], FUNCTIONS).held
+    assert scan([imports, HAND_SOFTMAX, f"def softmax(x, dim=-1):\n    _v = {use}\n    return x\n"],
+                FUNCTIONS).held
+
+
+FREE = [
+    "import gc\nimport sys\nimport inspect",  # a constant import binds names and does nothing else
+    "import ctypes, marshal, importlib, types, operator, threading",
+    "from gc import get_objects\nfrom importlib import import_module",
+    "dir(torch)",  # a top-level line that only shows what it finds
+    "print(sorted(vars(torch.nn.functional)))",
+    "import sys\nsys.stdout.write('hello\\n')\nsys.stdout.flush()\nprint('x', file=sys.stderr)",
+    "import sys\nm = sys.modules['torch']",
+    "x = getattr(torch, 'float' + '32')",  # a name the scan reads
+    "import torch.nn.functional as F\nF.relu(torch.ones(2))",
+]
+
+
+@pytest.mark.parametrize("source", FREE)
+def test_forms_a_student_may_use_freely_hold_nothing(source):
+    result = scan([HAND_SOFTMAX, source], FUNCTIONS)
+    assert not result.held, [(f.code, f.detail) for f in result.held]
+
+
+def test_a_displayed_dir_holds_once_its_result_is_kept():
+    assert not scan(["dir(torch)"], FUNCTIONS).held
+    assert scan(["names = dir(torch)"], FUNCTIONS).held
+    assert scan(["if True:\n    dir(torch)"], FUNCTIONS).held  # not a cell's own top-level line
+
+
+def test_held_parts_are_the_parts_that_earned():
+    from autograder.grading.hidden_checks import CheckResult, PartResult
+
+    def part(name, points):
+        return PartResult(name, [CheckResult(name="c", title="t", part=name, max_points=2.0, points=points,
+                                             passed=points == 2.0)])
+
+    results = {"softmax": part("softmax", 2.0), "apply_mask": part("apply_mask", 0.0),
+               "scale_scores": part("scale_scores", 1.0)}
+    notes = code_review.review_notes(scan([HAND_SOFTMAX, "import gc\ngc.collect()"], FUNCTIONS), [1, 2])
+    assert code_review.held_parts(results, notes) == {"softmax", "scale_scores"}
