@@ -49,6 +49,7 @@ class StudentRow:
     events: int = 0
     isolated: bool = None
     review: list = field(default_factory=list)  # code flagged for a person (grading.json "review")
+    held: float = 0.0  # points the checks gave that wait for a person (grading.json cells' "held_points")
 
 
 @dataclass
@@ -122,6 +123,8 @@ def collect(course: Union[str, os.PathLike], assignment: str = ASSIGNMENT, nbgra
             row.events = sum(len(r.get("events", [])) for r in report.values() if r)
             row.review = [dict(note, notebook=name) for name, r in report.items() if r
                           for note in r.get("review", []) if isinstance(note, dict)]
+            row.held = sum(c.get("held_points") or 0.0 for r in report.values() if r for c in r.get("cells", [])
+                           if isinstance(c, dict) and c.get("held"))
             isolated = [r.get("sandbox", {}).get("isolated") for r in report.values() if r]
             row.isolated = all(isolated) if isolated else None
             codes = []
@@ -326,16 +329,19 @@ def _html(data):
                (_("满分人数"), sum(1 for r in data.students if r.score >= r.max_score)),
                (_("零分人数"), sum(1 for s in scores if s == 0)),
                (_("需要人工评分"), sum(1 for r in data.students if r.needs_manual_grade)),
-               (_("需要人工审阅（代码触及评分过程）"), sum(1 for r in data.students if r.review))]
+               (_("需要人工审阅（代码触及评分过程）"), sum(1 for r in data.students if r.review)),
+               (_("分数待复核后才计入"), sum(1 for r in data.students if r.held))]
     rows = "".join(
         f"<tr><td>{esc(r.student)}</td><td class=n>{r.score:g}</td><td class=n>{r.max_score:g}</td>"
         f"<td class=n>{'' if r.seconds is None else f'{r.seconds:.1f}'}</td><td class=n>{r.events}</td>"
         f"<td class=n>{len(r.review) or ''}</td><td>{' '.join(_code_link(c) for c in r.codes)}</td></tr>"
         for r in data.students)
+    holds = {False: _("否"), True: _("是")}
     review = "".join(
         f"<tr><td>{esc(r.student)}</td>"
         f"<td class=n>{esc(str(note.get('cell', 0) + 1))}:{esc(str(note.get('line')))}</td>"
-        f"<td>{esc(str(note.get('category')))}</td><td><code>{esc(str(note.get('detail')))}</code></td></tr>"
+        f"<td>{esc(str(note.get('category')))}</td><td><code>{esc(str(note.get('detail')))}</code></td>"
+        f"<td>{esc(holds[bool(note.get('holds'))])}</td></tr>"
         for r in data.students for note in r.review)
     rates = "".join(f"<tr><td>{esc(_cell_label(data, gid))}</td><td class=n>{100 * v:.0f}%</td></tr>"
                     for gid, v in data.pass_rates.items())
@@ -361,10 +367,12 @@ def _html(data):
     review_title, rates_title, codes_title = _("需要人工审阅"), _("各评分单元格的满分率"), _("误解代码")
     slow_title, students_title = _("评分最慢的提交"), _("每名学生")
     review_note = _("这些提交中的代码触及评分进程或运行环境（gc、sys.modules、ctypes、prlimit、其他进程、动态代码）。"
-                    "这本身不扣分，但应当有人读一读。")
+                    "“暂扣分数”为“是”的一行，评分程序读不懂：这名学生各部分的分数在 formgrader 里标为需要人工评分，"
+                    "由助教读过代码后给出；其余各行本身不扣分，但应当有人读一读。")
     codes_note = _("每个误解代码只在它所在的部分扣一次分；反馈页面的顶部用同一个代码指出它。")
     sections = [
-        (review_title, review_note, _table(review_title, [student, _("单元格:行"), _("类别"), code], review, 4)),
+        (review_title, review_note, _table(review_title, [student, _("单元格:行"), _("类别"), code, _("暂扣分数")],
+                                           review, 5)),
         (rates_title, "", _table(rates_title, [_("评分单元格"), _("满分比例")], rates, 2)),
         (codes_title, codes_note, _table(codes_title, [code, _("学生人数"), _("扣分部分"), _("含义")], codes, 4)),
         (slow_title, "", _table(slow_title, [student, seconds], slow, 2)),

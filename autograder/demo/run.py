@@ -75,8 +75,9 @@ def run_demo(directory: Optional[Union[str, os.PathLike]] = None) -> int:
             continue
         earned = sum(s or 0 for s, _ in cells.values())
         possible = sum(m for _, m in cells.values())
-        named = record.codes_named(coursekit.grading_report(root, sample.name))
-        mark = "ok" if submissions.verdict(sample, cells, named)[0] else "NOT MET"
+        graded = coursekit.grading_report(root, sample.name)
+        named = record.codes_named(graded)
+        mark = "ok" if submissions.verdict(sample, cells, named, record.held_points(graded))[0] else "NOT MET"
         expected = f"{sample.expect} {mark}".strip()
         print(f"{sample.name:{width}}{f'{earned:g}/{possible:g}':>10}   {expected:12}{' '.join(named) or '-'}")
     print()

@@ -42,6 +42,7 @@ class Sample:
     codes: tuple = ()  # misconception codes that feedback must name
     also: tuple = ()  # for bugs: other codes the evidence may fairly support (anything else is a wrong guess)
     lose: tuple = ()  # grade cells (grade_id) allowed to lose points, for "lose"
+    held: bool = False  # the notebook holds code the grader cannot read: its points wait for a person
     edit: Optional[Callable] = None  # edits the notebook JSON (dict) in place
     note: str = ""
 
@@ -227,12 +228,25 @@ def softmax(x, dim=-1):
 EMPTY = [Sample("empty-release", "empty", "zero")]
 
 def verdict(sample: Sample, cells: dict[str, tuple[Optional[float], float]],
-            shown_codes: Iterable[str]) -> tuple[bool, str]:
+            shown_codes: Iterable[str], held: Optional[dict[str, float]] = None) -> tuple[bool, str]:
     """Whether grading met `sample.expect`; returns (ok, why) for tests and reports.
 
     cells: {grade_id: (auto_score, max_score)} of the autograded code cells;
-    shown_codes: misconception codes that the feedback named.
+    shown_codes: misconception codes that the feedback named;
+    held: {grade_id: points its checks gave} of the cells held for review (``record.held_points``).
+    A sample that is `held` must have every cell that earned held, counted nowhere; `expect` is then
+    judged on what the checks gave.
     """
+    held = held or {}
+    if sample.held != bool(held):
+        return False, (f"held {sorted(held)} for review" if held else "expected its points held for review")
+    counted = {k: v[0] for k, v in cells.items() if k in held and v[0] is not None}
+    if counted:
+        return False, f"held cells counted automatic points: {counted}"
+    kept = {k: v for k, v in cells.items() if held and k not in held and v[0]}
+    if kept:
+        return False, f"cells outside the held ones counted points: {kept}"
+    cells = {k: ((held[k], top) if k in held else (score, top)) for k, (score, top) in cells.items()}
     earned = sum(score or 0 for score, _ in cells.values())
     possible = sum(top for _, top in cells.values())
     lost = {k: v for k, v in cells.items() if v[0] != v[1]}

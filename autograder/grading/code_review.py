@@ -5,10 +5,14 @@ Two consequences, both decided here and never by the student's process:
 - a part whose graded functions reach a built-in softmax or attention loses
   its points, with ``[softmax-builtin]`` / ``[sdpa-builtin]``, even when the
   run-time tripwire inside the runner was lifted;
-- code that tampers with the grader or the process (gc walks, ``sys.modules``
-  edits, ctypes, prlimit, other pids, dynamic code) is flagged for a person:
-  it is listed in the feedback and in ``sdpa-course report``, and costs no
-  points by itself.
+- code the grader cannot read to the end (gc walks, frames, ``sys.modules``
+  edits or computed keys, ctypes, prlimit, other pids, names built at run
+  time, attributes behind ``sys.stdout``) *holds* the notebook's points: each
+  part shows what its checks gave, nothing counts until a person has read the
+  flagged lines and decided in formgrader (`held_parts`).  What such code does
+  may change every later call, so one finding holds every part, not only the
+  function it sits in.  Other flags (a constant import, compiling one's own
+  code) are listed for a person and cost nothing.
 
 It also tells the runner which cells are the course's and which of those
 demonstrate a built-in (`cell_roles`): only their own code may call one.
@@ -97,6 +101,15 @@ def _where(finding, cell_numbers):
 
 
 def review_notes(scan: static_scan.ScanResult, cell_numbers: Sequence[int]) -> list[dict]:
-    """The review findings as JSON-able dicts for grading.json, feedback and the class report."""
+    """The review findings as JSON-able dicts for grading.json, feedback and the class report; "holds":
+    whether the finding holds the notebook's points (`held_parts`)."""
+    holding = {id(f) for f in scan.held}
     return [{"cell": cell_numbers[f.cell] if f.cell < len(cell_numbers) else f.cell, "line": f.line,
-             "category": f.code, "detail": f.detail} for f in scan.review]
+             "category": f.code, "detail": f.detail, "holds": id(f) in holding} for f in scan.review]
+
+
+def held_parts(results: dict[str, PartResult], notes: Sequence[dict]) -> set[str]:
+    """The parts whose points wait for a person: every part that earned any, while a note holds."""
+    if not any(note["holds"] for note in notes):
+        return set()
+    return {part for part, result in results.items() if result.max_points > 0 and result.points > 0}

@@ -108,8 +108,22 @@ def render_text(label: str, part_result: PartResult, cell_points: float, earned:
     return "\n".join(lines)
 
 
+def _where(note):
+    return _("第 {cell} 个单元格第 {line} 行 {detail}").format(cell=note.get("cell", 0) + 1, line=note.get("line"),
+                                                        detail=note.get("detail"))
+
+
 def _event_text(event):
+    if event.get("kind") == "Held":
+        notes = event.get("notes", [])
+        where = _("；").join(_where(n) for n in notes[:3]) + (_("等 {n} 处").format(n=len(notes)) if len(notes) > 3
+                                                              else "")
+        return _("隐藏检查给出 {points} 分，但评分程序读不懂你代码里的 {where}：助教读过这些代码之前，"
+                 "这一部分的分数不计入（不是扣分）。").format(points=f"{event.get('points', 0):g}", where=where)
     if event.get("kind") == "NeedsReview":
+        if event.get("holds"):
+            return _("需要助教人工复核（{category}）：{where}。评分程序读不懂这段代码，复核之前各部分的分数都不计入。"
+                     ).format(category=event.get("category"), where=_where(event))
         return _("需要助教人工复核（{category}）：第 {cell} 个单元格第 {line} 行 {detail}。这本身不扣分。").format(
             category=event.get("category"), cell=event.get("cell", 0) + 1, line=event.get("line"),
             detail=event.get("detail"))

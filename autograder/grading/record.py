@@ -33,6 +33,13 @@ def load(path: Union[str, os.PathLike]) -> dict:
     return record if isinstance(record, dict) else {}
 
 
+def held_points(record: dict) -> dict[str, float]:
+    """{grade_id: points its checks gave} of the cells held for review (nothing counted until a person reads
+    the flagged code)."""
+    return {cell["grade_id"]: float(cell.get("held_points") or 0.0) for cell in record.get("cells", [])
+            if isinstance(cell, dict) and cell.get("held")}
+
+
 def codes_named(record: dict, cells: Optional[list[dict]] = None) -> list[str]:
     """Misconception codes the feedback named, each once, in order; only in `cells` if given."""
     chosen = record.get("cells", []) if cells is None else cells

@@ -9,6 +9,8 @@ data, so the stock commands -- and formgrader's Autograde button -- use:
   cells run in a sandboxed runner process, no kernel in the course directory;
 - `TrustedScoring` (``trusted_scoring.py``): the hidden checks run in this
   process, which runs no student code, and score each grade cell;
+- `SaveAutoGradesWithHolds` (``held_for_review.py``, replaces SaveAutoGrades):
+  a part held for review gets no automatic score and needs a person;
 - `CompiledCheckCellMetadata` (``metadata.py``, replaces CheckCellMetadata):
   the same verdicts, with the metadata schema compiled once, not per cell.
 
@@ -46,10 +48,10 @@ def pipelines() -> dict[str, list[type]]:
         LimitOutput,
         OverwriteCells,
         OverwriteKernelspec,
-        SaveAutoGrades,
     )
 
     from .execute import SandboxedExecute
+    from .held_for_review import SaveAutoGradesWithHolds
     from .metadata import CompiledCheckCellMetadata
     from .restore import RestoreNotebookStructure
     from .trusted_scoring import TrustedScoring
@@ -59,7 +61,7 @@ def pipelines() -> dict[str, list[type]]:
                                              OverwriteKernelspec, OverwriteCells, CompiledCheckCellMetadata],
         # SandboxedExecute leaves the runner open for TrustedScoring, which must follow it.
         "Autograde.autograde_preprocessors": [SandboxedExecute, TrustedScoring, IgnorePattern,
-                                              ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+                                              ClearMetadataPreprocessor, LimitOutput, SaveAutoGradesWithHolds,
                                               AssignLatePenalties, CompiledCheckCellMetadata],
         # Feedback shows the student's notebook, never the hidden-check regions.
         "GenerateFeedback.preprocessors": [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor],

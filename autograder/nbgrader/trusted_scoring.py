@@ -8,6 +8,7 @@ for reports.  It closes the runner when it is done.
 """
 from __future__ import annotations
 
+import html
 import logging
 
 import nbformat
@@ -23,6 +24,9 @@ log = logging.getLogger(__name__)
 # Notebook metadata key of the root-cause summary ({"text", "html"}) that the feedback page opens with.
 SUMMARY_KEY = "sdpa_root_causes"
 UNISOLATED_KEY = "sdpa_unisolated"  # the feedback page's banner: graded without the sandbox
+HELD_BANNER_KEY = "sdpa_held"  # the feedback page's banner: points held until a person has read the code
+# resources key: the grade_ids whose points wait for a person (`held_for_review.SaveAutoGradesWithHolds`).
+HELD_KEY = "sdpa_held_for_review"
 
 
 def _locate_events(nb, positions, events, info):
@@ -75,6 +79,7 @@ class TrustedScoring(NbGraderPreprocessor):
         scan = code_review.review(nb.cells[i].source for i in cells)
         code_review.charge_forbidden(results, scan, cells)
         review = code_review.review_notes(scan, cells)
+        held = code_review.held_parts(results, review)
         _locate_events(nb, state.positions, session.events, info)
         for note in review:
             log.warning("%s/%s needs review: %s", info.get("student"), info.get("notebook"), note)
@@ -86,11 +91,24 @@ class TrustedScoring(NbGraderPreprocessor):
                              "charged_without_retry": session.unstarved}, "cells": []}
         # Limits hit and code to review: reported once, at the first grade cell.
         events = session.events + [dict(note, kind="NeedsReview") for note in review]
+        holding = [note for note in review if note["holds"]]
         for cell in nb.cells:
             if is_test_cell(cell):
-                report["cells"].append(self._score_cell(cell, results, events))
+                report["cells"].append(self._score_cell(cell, results, events, holding if part_of(cell) in held
+                                                        else ()))
                 events = ()
+        report["held"] = [c["grade_id"] for c in report["cells"] if c.get("held")]
+        resources[HELD_KEY] = list(report["held"])
         report["root_causes"] = self._summarise(nb, results, parts)
+        nb.metadata.pop(HELD_BANNER_KEY, None)
+        if report["held"]:
+            lines = _("；").join(_("第 {cell} 个单元格第 {line} 行 {detail}").format(
+                cell=n["cell"] + 1, line=n["line"], detail=n["detail"]) for n in holding[:3])
+            nb.metadata[HELD_BANNER_KEY] = _(
+                "评分程序读不懂你代码里的 {lines}{more}：各部分的分数由助教读过这些代码后给出"
+                "（隐藏检查共给出 {points} 分），不是自动计入。").format(
+                    lines=lines, more=_("等 {n} 处").format(n=len(holding)) if len(holding) > 3 else "",
+                    points=f"{sum(c['held_points'] for c in report['cells'] if c['held']):g}")
         nb.metadata.pop(UNISOLATED_KEY, None)
         if not session.status.isolated:  # the instructor allowed it (`allow_unisolated`): the page says so
             banner = _("评分时学生代码没有在沙箱中运行（没有文件系统和网络隔离）：{reason}")
@@ -112,28 +130,39 @@ class TrustedScoring(NbGraderPreprocessor):
                                         "html": feedback.STYLE + root_causes.render_html(causes, labels, cells)}
         return causes
 
-    def _score_cell(self, cell, results, events):
+    def _score_cell(self, cell, results, events, holding=()):
+        """The cell's feedback and score; with `holding` (the notes that hold the notebook), the score its
+        checks gave is shown and nothing is counted: nbgrader reads 0, and the gradebook leaves the grade to
+        a person (`SaveAutoGradesWithHolds`)."""
         from ..grading.feedback import render_html, render_text
 
         meta = nbgrader_meta(cell)
         max_points = float(meta.get("points", 0))
         part = part_of(cell)
         result = results.get(part)
+        held = None
         if result is None or not result.checks or result.max_points <= 0:
             earned = 0.0
             head = [_display(_("这个检查单元格没有对应的隐藏检查（{part}），请联系助教。").format(part=part), None)]
         else:
             earned = round(max_points * result.points / result.max_points, 4)
+            if holding and earned > 0:
+                held, earned = earned, 0.0
+                events = [{"kind": "Held", "points": held, "notes": list(holding)}, *events]
             label = grade_id(cell) or part
             head = [_display(render_text(label, result, max_points, earned, events),
                              render_html(label, result, max_points, earned, events))]
         visible = [_as_plain(o) for o in cell.get("outputs", [])]
+        shown = _("本单元格得分：{earned} / {points}").format(earned=f"{earned:g}", points=f"{max_points:g}")
+        if held is not None:
+            shown = _("本单元格得分：待助教复核（隐藏检查给出 {held} / {points}，复核前计 0 分）").format(
+                held=f"{held:g}", points=f"{max_points:g}")
         cell.outputs = head + [nbformat.from_dict({"output_type": "execute_result", "execution_count": cell.get(
             "execution_count"), "metadata": {}, "data": {
                 "text/plain": repr(earned),  # what nbgrader reads as this cell's partial credit
-                "text/html": "<b>" + _("本单元格得分：{earned} / {points}").format(
-                    earned=f"{earned:g}", points=f"{max_points:g}") + "</b>"}})] + visible
+                "text/html": "<b>" + html.escape(shown) + "</b>"}})] + visible
         return {"grade_id": grade_id(cell), "part": part, "points": earned, "max_points": max_points,
+                "held": held is not None, "held_points": held,
                 "checks": [{"name": c.name, "passed": c.passed, "points": c.points, "max_points": c.max_points,
                             "codes": c.codes, "charged_elsewhere": c.charged_elsewhere,
                             "message": c.message, "example": c.example} for c in (result.checks if result else [])]}

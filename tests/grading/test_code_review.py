@@ -64,7 +64,7 @@ def test_charging_twice_adds_no_code_twice():
                                                             ["softmax-wrong-dim", "softmax-builtin"]]
 
 
-def test_tampering_is_flagged_for_review_and_costs_nothing():
+def test_tampering_is_flagged_charges_nothing_and_holds_every_part_that_earned():
     scan = code_review.review([HAND_SOFTMAX, GC_WALK])
     results = _results()
     code_review.charge_forbidden(results, scan, [2, 9])
@@ -72,7 +72,16 @@ def test_tampering_is_flagged_for_review_and_costs_nothing():
     notes = code_review.review_notes(scan, [2, 9])
     assert notes and all(n["cell"] == 9 and n["category"] == "introspection" for n in notes)
     assert {n["detail"] for n in notes} >= {"gc.get_objects"}
-    assert sorted(notes[0]) == ["category", "cell", "detail", "line"]
+    assert sorted(notes[0]) == ["category", "cell", "detail", "holds", "line"]
+    assert {n["detail"] for n in notes if n["holds"]} >= {"gc.get_objects"}
+    assert code_review.held_parts(results, notes) == {p for p, r in results.items() if r.points > 0}
+
+
+def test_nothing_is_held_without_a_holding_note():
+    results = _results()
+    notes = code_review.review_notes(code_review.review([HAND_SOFTMAX, "import gc"]), [2, 9])
+    assert [n["holds"] for n in notes] == [False]
+    assert code_review.held_parts(results, notes) == set()
 
 
 def test_a_cell_outside_the_map_keeps_its_scan_index():

@@ -118,7 +118,41 @@ def test_a_grade_cell_without_hidden_checks_scores_zero():
     assert _grade_of(nb.cells[4]) == 0.0
     assert "no_such_part" in nb.cells[4].outputs[0].data["text/plain"]
     assert report["cells"][1] == {"grade_id": "scale_scores-check", "part": "no_such_part", "points": 0.0,
-                                  "max_points": 5.0, "checks": []}
+                                  "max_points": 5.0, "held": False, "held_points": None, "checks": []}
+
+
+# A correct softmax that also reaches code the grader cannot read (a name built at run time).
+UNREADABLE = HAND_SOFTMAX + '\n    getattr(torch, "tolf"[::-1])'
+
+
+@pytest.mark.parametrize("extra, held", [
+    ("", False),
+    ("import gc", False),  # a constant import is free: what counts is where its names are used
+    ("print(dir(torch))", False),  # a top-level line that only shows what dir finds
+    ("import gc\n_n = len(gc.get_objects())", True),  # runs while the notebook loads, outside any function
+    ("import sys\n_r = sys.stdout.runner", True),  # behind the runner's stream
+])
+def test_code_the_grader_cannot_read_holds_every_part(extra, held):
+    """Held: each part shows what its checks gave, counts 0 (nbgrader reads 0, so even a stock SaveAutoGrades
+    gives nothing), and the record says which cells wait; unheld forms grade as usual."""
+    nb = _notebook(HAND_SOFTMAX)
+    nb.cells.insert(2, nbformat.v4.new_code_cell(extra))
+    nb, report, _ = _score(nb, reference_namespace())
+    grades = [_grade_of(nb.cells[i]) for i in (3, 5)]
+    assert grades == ([0.0, 0.0] if held else [10.0, 5.0])
+    assert report["held"] == (["softmax-check", "scale_scores-check"] if held else [])
+    assert [c["held_points"] for c in report["cells"]] == ([10.0, 5.0] if held else [None, None])
+    assert (trusted_scoring.HELD_BANNER_KEY in nb.metadata) == held  # the feedback page's banner
+    if held:
+        assert "待助教复核" in nb.cells[3].outputs[1].data["text/html"]
+        assert "隐藏检查给出 10 分" in nb.cells[3].outputs[0].data["text/plain"]
+        assert any(note["holds"] for note in report["review"])
+
+
+def test_a_finding_inside_a_graded_function_holds_too():
+    nb, report, _ = _score(_notebook(UNREADABLE), reference_namespace())
+    assert [_grade_of(nb.cells[i]) for i in (2, 4)] == [0.0, 0.0]
+    assert report["held"] == ["softmax-check", "scale_scores-check"]
 
 
 def test_a_rich_visible_output_becomes_a_display():
