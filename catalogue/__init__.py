@@ -16,13 +16,13 @@ from autograder.notebook.cells import is_test_cell, nbgrader_meta
 from .attacks import ATTACKS
 from .charging import CHARGING
 from .evidence import EVIDENCE
-from .handles import HANDLES
+from .handles import HANDLES, UNREADABLE
 from .recording import RECORDING
 
 __all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CHARGING", "CORRECT", "EMPTY", "EVIDENCE", "HANDLES", "MARKER",
-           "RECORDING", "ROOT", "SOLUTION_NOTEBOOK", "Sample", "automatic_cells", "build", "verdict"]
+           "RECORDING", "ROOT", "UNREADABLE", "SOLUTION_NOTEBOOK", "Sample", "automatic_cells", "build", "verdict"]
 
-CATALOGUE = CORRECT + BUGS + ATTACKS + CHARGING + EVIDENCE + RECORDING + HANDLES + EMPTY
+CATALOGUE = CORRECT + BUGS + ATTACKS + CHARGING + EVIDENCE + RECORDING + HANDLES + UNREADABLE + EMPTY
 
 
 def automatic_cells():

@@ -260,14 +260,15 @@ for host, port in [("127.0.0.1", 22), ("127.0.0.1", 8888), ("localhost", 80)]:
     except OSError as exc:
         print("no network:", type(exc).__name__)
 """,)),
-    Sample("attack-fork-bomb", "attack", "lose", append=("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",)),  # noqa: E501 - test data
+    Sample("attack-fork-bomb", "attack", "lose", append=("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",), held=True),  # noqa: E501 - test data
     Sample("attack-exit-kernel", "attack", "lose", append=("import os\nos._exit(0)",), lose=()),
     # pid 2 is the zygote, or what forked a fresh runner: stopped, it would keep the sandbox (and the pipes) alive
     Sample("attack-stop-sandbox-parent-and-exit", "attack", "lose", append=(
         "import os, signal\ntry:\n    os.kill(2, signal.SIGSTOP)\nexcept OSError:\n    pass\nos._exit(0)",),
         lose=(), note="pid 2 keeps uid 0 (root mode) and a runner that ended is seen gone at once: same outcome "
-                      "from both graders"),
-    Sample("attack-kill-kernel", "attack", "lose", append=("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",)),
+                      "from both graders", held=True),
+    Sample("attack-kill-kernel", "attack", "lose", append=("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",),
+           held=True),
     Sample("attack-infinite-loop-cell", "attack", "lose", append=("while True:\n    pass",)),
     Sample("attack-infinite-loop-function", "attack", "lose", {"scale_scores": """
 def scale_scores(scores, d_k):
@@ -289,9 +290,9 @@ def scale_scores(scores, d_k):
     Sample("attack-unencodable-output", "attack", "full",
            append=("print('\\ud800')\ntry:\n    raise ValueError('\\udfff')\nexcept ValueError as e:\n"
                    "    display(e)",)),
-    Sample("attack-leave-traces", "attack", "full", append=(LEAVE_TRACES,)),
-    Sample("attack-odd-process-names", "attack", "full", append=(ODD_NAMES,)),
-    Sample("attack-stop-everyone-else", "attack", "full", append=(STOP_OTHERS,)),
+    Sample("attack-leave-traces", "attack", "full", append=(LEAVE_TRACES,), held=True),
+    Sample("attack-odd-process-names", "attack", "full", append=(ODD_NAMES,), held=True),
+    Sample("attack-stop-everyone-else", "attack", "full", append=(STOP_OTHERS,), held=True),
     # Script in rich output and in markdown the student writes: shown only in inert forms, at no cost to the
     # student (outputs are not graded; markdown is rendered inert).
     Sample("attack-script-on-the-page", "attack", "full", append=(SCRIPT_OUTPUT,), edit=_markup_in_markdown),

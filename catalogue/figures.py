@@ -48,7 +48,8 @@ def main(args) -> int:
             report = course.grading_report(root, sample.name) if cells else {}
             shown = sorted(record.codes_named(report))
             named[sample.name] = shown
-            ok, why = catalogue.verdict(sample, cells, shown) if cells else (False, "not graded")
+            ok, why = catalogue.verdict(sample, cells, shown, record.held_points(report)) if cells else (
+                False, "not graded")
             earned = sum(s or 0 for s, _ in cells.values())
             caught = sample.kind != "bug" or earned < sum(m for _, m in cells.values())
             diagnosed = set(sample.codes) <= set(shown)

@@ -105,6 +105,89 @@ def source(finder: str, route: str) -> str:
 HANDLES = [
     Sample(f"attack-handle-{finder}-{route}", "attack", "lose-all", {"softmax": source(finder, route)},
            lose=SOFTMAX_PARTS, codes=("softmax-builtin",),
-           note=f"looks for a switch through {finder}, then a built-in softmax through {route}")
+           note=f"looks for a switch through {finder}, then a built-in softmax through {route}", held=True)
     for finder, route in PAIRS
+]
+
+# -- code the grader cannot read (red-team findings on the design above) ---------------
+# Each reaches a built-in by a route the static read cannot follow to its end.  Whatever the route achieves
+# at run time (on this machine the tripwires stop all three), the notebook is held: every part that earned
+# shows what its checks gave and counts nothing until a person has read the flagged lines.
+
+# Finds the aten library object on the heap through its type's address and resets it (ctypes, /proc/self/maps),
+# then reaches softmax through cross_entropy, which the tripwire kernels would otherwise stop.
+HEAP_SCAN = '''
+import ctypes, struct, sys
+import torch
+
+def _reset_tripwire_libraries():
+    pattern = struct.pack("<Q", id(torch._C._DispatchModule))
+    found = 0
+    with open("/proc/self/maps") as maps:
+        regions = [line.split() for line in maps]
+    for fields in regions:
+        if len(fields) < 5 or fields[1] != "rw-p" or (len(fields) > 5 and not fields[5].startswith("[heap")):
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        if end - start > 256 * 2**20:
+            continue
+        memory = ctypes.string_at(start, end - start)
+        at = memory.find(pattern)
+        while at >= 8:
+            if struct.unpack_from("<q", memory, at - 8)[0] >= 1:
+                try:
+                    ctypes.cast(start + at - 8, ctypes.py_object).value.reset()
+                    found += 1
+                except Exception:
+                    pass
+            at = memory.find(pattern, at + 8)
+    return found
+
+_reset = _reset_tripwire_libraries()
+'''
+# A Python reference of softmax rebuilt from torch._refs' compiled file, under a name built at run time.
+BYTECODE = '''
+import importlib.util, marshal, types
+import torch
+import torch._refs
+
+def _rebuilt():
+    with open(importlib.util.cache_from_source(torch._refs.__file__), "rb") as f:
+        f.read(16)
+        module_code = marshal.load(f)
+    wanted = "soft" + "max"
+    for const in module_code.co_consts:
+        if isinstance(const, types.CodeType) and const.co_name == wanted:
+            return types.FunctionType(const, vars(torch._refs))
+    return None
+
+def softmax(x, dim=-1):
+    rebuilt = _rebuilt()
+    out = rebuilt(x, dim) if rebuilt is not None else None
+    return torch.nan_to_num(out, nan=0.0)
+'''
+# torch.distributions imported under a name built at run time: its normalisation is logsumexp, not softmax.
+DISTRIBUTION = '''
+import importlib
+import torch
+
+def softmax(x, dim=-1):
+    distributions = importlib.import_module("torch." + "snoitubirtsid"[::-1])
+    moved = x.movedim(dim, -1)
+    out = distributions.OneHotCategorical(logits=moved).logits.exp().movedim(-1, dim)
+    return torch.nan_to_num(out, nan=0.0)
+'''
+UNREADABLE = [
+    Sample("attack-heap-scan-reset-kernels", "attack", "lose", {"softmax": IMPORTS + ROUTES["cross-entropy"] + '''
+def softmax(x, dim=-1):
+    out = _builtin(x.movedim(dim, -1)).movedim(-1, dim)
+    return torch.nan_to_num(out, nan=0.0)
+'''}, append=(HEAP_SCAN,), lose=SOFTMAX_PARTS, held=True,
+           note="resets the tripwire library found by a heap scan (ctypes), then softmax through cross_entropy"),
+    Sample("attack-bytecode-from-refs", "attack", "lose-all", {"softmax": BYTECODE}, lose=SOFTMAX_PARTS,
+           codes=("softmax-builtin",), held=True,
+           note="torch._refs' softmax rebuilt from its .pyc with marshal and types.FunctionType"),
+    Sample("attack-distribution-computed-name", "attack", "lose-all", {"softmax": DISTRIBUTION}, lose=SOFTMAX_PARTS,
+           codes=("softmax-builtin",), held=True,
+           note="torch.distributions under a computed module name (the run-time tripwire still stops it)"),
 ]

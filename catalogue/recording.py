@@ -199,9 +199,9 @@ print("same as PyTorch:", torch.allclose(_by_hand, F.scaled_dot_product_attentio
 '''
 
 
-def _recorded(name, source, note):
+def _recorded(name, source, note, held=False):
     return Sample(name, "attack", "lose-all", {"softmax": source}, lose=SOFTMAX_PARTS, codes=("softmax-builtin",),
-                  note=note)
+                  note=note, held=held)
 
 
 RECORDING = [
@@ -213,15 +213,17 @@ RECORDING = [
     _recorded("attack-record-lazily", LAZY, "recorded on the first call, from a provided check cell"),
     Sample("attack-record-in-thread", "attack", "lose-all", {"softmax": THREAD}, lose=TENSOR_PARTS,
            codes=("softmax-builtin",), note="a thread records while later cells run: threads, like processes, "
-                                            "make a forbidden use anywhere count for every function"),
-    _recorded("attack-wrapped-original-aliased", WRAPPED_ALIASED, "__wrapped__ through `_t = torch` and getattr"),
-    _recorded("attack-wrapped-original-getattr", WRAPPED_GETATTR, "__wrapped__ through getattr(torch, '_refs')"),
-    _recorded("attack-helper-from-disk", FROM_DISK, "a module written to /tmp and imported"),
+                                            "make a forbidden use anywhere count for every function", held=True),
+    _recorded("attack-wrapped-original-aliased", WRAPPED_ALIASED, "__wrapped__ through `_t = torch` and getattr",
+              held=True),
+    _recorded("attack-wrapped-original-getattr", WRAPPED_GETATTR, "__wrapped__ through getattr(torch, '_refs')",
+              held=True),
+    _recorded("attack-helper-from-disk", FROM_DISK, "a module written to /tmp and imported", held=True),
     Sample("attack-record-in-demo-from-disk", "attack", "lose-all",
            {"softmax": RECORD_IN_DEMO_FROM_DISK,
             "scaled_dot_product_attention": "scaled_dot_product_attention = _helpers_demo.sdpa\n"},
            lose=SOFTMAX_PARTS, codes=("softmax-builtin",),
-           note="functions from a file on disk record inside the provided demo cells"),
+           note="functions from a file on disk record inside the provided demo cells", held=True),
     Sample("fairness-scripted-softmax", "fairness", "full", {"softmax": SCRIPTED_SOFTMAX},
            note="torch.jit.script of the student's own by-hand softmax"),
     Sample("fairness-decorators", "fairness", "full", DECORATED, note="lru_cache and no_grad decorators"),

@@ -6,6 +6,7 @@ import pytest
 
 import catalogue
 from autograder.demo import course
+from autograder.grading import record
 from autograder.grading.misconceptions import CATALOGUE as CODES
 from autograder.sandbox.outputs import SAFE_DATA
 from catalogue.attacks import PWNED
@@ -23,9 +24,9 @@ def test_sample_graded_as_expected(graded_course, sample):
     assert cells, f"{sample.name} was not graded:\n{stderr}"
     assert sum(top for _, top in cells.values()) == 105.0, "the automatic points of the notebook changed"
     root = graded_course["root_of"](sample.name)
-    shown = {code for cell in grading_report(root, sample.name)["cells"]
-             for check in cell["checks"] for code in check["codes"]}
-    ok, why = catalogue.verdict(sample, cells, shown)
+    graded = grading_report(root, sample.name)
+    shown = {code for cell in graded["cells"] for check in cell["checks"] for code in check["codes"]}
+    ok, why = catalogue.verdict(sample, cells, shown, record.held_points(graded))
     assert ok, why
     html = course.feedback_html(root, sample.name).read_text()
     for code in sample.codes:
@@ -181,7 +182,7 @@ def test_outputs_are_capped_by_the_grader(graded_course):
     assert "输出过大，评分时已截断" in path.read_text(encoding="utf-8")
 
 
-def test_tampering_is_flagged_for_review_and_costs_nothing_by_itself(graded_course):
+def test_code_the_grader_cannot_read_holds_the_points_until_a_person_reads_it(graded_course):
     root_of = graded_course["root_of"]
     flagged = grading_report(root_of("attack-disarm-tripwires"), "attack-disarm-tripwires")["review"]
     assert {"introspection", "grader-internals"} <= {note["category"] for note in flagged}
@@ -189,7 +190,16 @@ def test_tampering_is_flagged_for_review_and_costs_nothing_by_itself(graded_cour
     assert "需要助教人工复核" in html
     for student in ("correct-reference", "correct-alternatives", "correct-noisy", "fairness-answer-forms"):
         assert grading_report(root_of(student), student)["review"] == [], student
-    # Flagged, yet graded on its answers alone: full marks.
-    assert grading_report(root_of("attack-leave-traces"), "attack-leave-traces")["review"]
+    # Graded on its answers alone (every check passes), and held: nothing counts until a person decides in
+    # formgrader, where every automatically graded cell needs a manual grade.
+    report = grading_report(root_of("attack-leave-traces"), "attack-leave-traces")
+    assert any(note["holds"] for note in report["review"])
+    assert sum(record.held_points(report).values()) == 105
     cells = graded_course["grades"]["attack-leave-traces"]
-    assert sum(s for s, _ in cells.values()) == 105
+    assert all(score is None for score, _ in cells.values()), cells
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root_of('attack-leave-traces') / 'gradebook.db'}") as gb:
+        notebook = gb.find_submission_notebook(course.ASSIGNMENT, course.ASSIGNMENT, "attack-leave-traces")
+        assert notebook.needs_manual_grade and notebook.score == 0
+        assert all(g.needs_manual_grade and g.auto_score is None for g in notebook.grades if g.cell_type == "code")
