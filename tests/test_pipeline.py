@@ -13,6 +13,7 @@ from catalogue.attacks import PWNED
 from catalogue.charging import MACHINE_DEPENDENT
 from tests.support.feedback_page import executable
 from tests.support.grading import grading_report
+from tests.support.points import AUTOMATIC
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +23,7 @@ def test_sample_graded_as_expected(graded_course, sample):
     cells = graded_course["grades"].get(sample.name)
     stderr = "".join(proc.stderr[-3000:] for proc in graded_course["autograde"])
     assert cells, f"{sample.name} was not graded:\n{stderr}"
-    assert sum(top for _, top in cells.values()) == 105.0, "the automatic points of the notebook changed"
+    assert sum(top for _, top in cells.values()) == AUTOMATIC, "the automatic points of the notebook changed"
     root = graded_course["root_of"](sample.name)
     graded = grading_report(root, sample.name)
     shown = {code for cell in graded["cells"] for check in cell["checks"] for code in check["codes"]}
@@ -74,9 +75,9 @@ def test_feedback_has_summary_and_no_hidden_code(graded_course):
 def test_export_matches_gradebook(graded_course):
     rows = {r["student_id"]: r for root in graded_course["roots"] for r in csv.DictReader(open(root / "grades.csv"))}
     assert set(rows) == {s.name for s in catalogue.CATALOGUE}
-    assert float(rows["correct-reference"]["raw_score"]) == 105.0
+    assert float(rows["correct-reference"]["raw_score"]) == AUTOMATIC
     assert float(rows["empty-release"]["raw_score"]) == 0.0
-    assert 0 < float(rows["bug-scale-missing"]["raw_score"]) < 105.0
+    assert 0 < float(rows["bug-scale-missing"]["raw_score"]) < AUTOMATIC
 
 
 SANDBOXED = ("attack-read-solutions", "attack-gradebook-and-grader-files", "attack-network")
@@ -194,7 +195,7 @@ def test_code_the_grader_cannot_read_holds_the_points_until_a_person_reads_it(gr
     # formgrader, where every automatically graded cell needs a manual grade.
     report = grading_report(root_of("attack-leave-traces"), "attack-leave-traces")
     assert any(note["holds"] for note in report["review"])
-    assert sum(record.held_points(report).values()) == 105
+    assert sum(record.held_points(report).values()) == AUTOMATIC
     cells = graded_course["grades"]["attack-leave-traces"]
     assert all(score is None for score, _ in cells.values()), cells
     from nbgrader.api import Gradebook

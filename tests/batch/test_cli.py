@@ -20,6 +20,7 @@ from autograder import report as reportlib
 from autograder.batch import importer, local_workers, run
 from autograder.demo import course
 from benchmarks import graders as bench_graders
+from tests.support.points import AUTOMATIC, TOTAL
 
 # Short limits, as in tests/support/grading.py: the attack sample hangs/crashes cost less.
 LIMITS = ["--SandboxedExecute.cell_timeout=8", "--SandboxedExecute.call_timeout=5",
@@ -163,7 +164,7 @@ def test_crashing_submissions_are_reported_and_the_rest_graded(released, built, 
     assert "grading process died (exit status 3)" in failed["worker-dies"]
     assert "graded 1, skipped 0 (already graded), failed 3" in out
     assert _graded(root) == ["correct-reference"]
-    assert sum(s for s, _ in course.grades(root)["correct-reference"].values()) == 105.0
+    assert sum(s for s, _ in course.grades(root)["correct-reference"].values()) == AUTOMATIC
     # the progress lines name the failures as they happen
     assert "] worker-dies FAILED -  cell -  grading process died" in proc.stderr, proc.stderr
 
@@ -207,7 +208,7 @@ def test_check_prints_the_feedback_of_one_notebook(stock, capsys):
     assert cli.main(["--course", str(stock), "check", str(path), *LIMITS]) == 0
     out = capsys.readouterr().out
     earned = sum(s for s, _ in course.grades(stock)[student].values())
-    assert f"automatic score: {earned:g} / 105" in out
+    assert f"automatic score: {earned:g} / {AUTOMATIC:g}" in out
     assert "[mask-inverted]" in out and "apply_mask-check" in out
 
 
@@ -413,10 +414,10 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
     assert f"graded 2, skipped 0 (already graded), failed {len(failed)} " in ours.stdout, ours.stdout
     entries = _entries(cli_root)
     assert "no-notebook" not in entries
-    assert (entries["correct-reference"]["score"], entries["correct-reference"]["max_score"]) == (105, 110)
-    assert entries["prints-surrogate"]["score"] == 105
-    for student in unreadable:  # what an export shows: a submission worth 0 of 110 (no automatic score)
-        assert (entries[student]["score"], entries[student]["max_score"]) == (0, 110), student
+    assert (entries["correct-reference"]["score"], entries["correct-reference"]["max_score"]) == (AUTOMATIC, TOTAL)
+    assert entries["prints-surrogate"]["score"] == AUTOMATIC
+    for student in unreadable:  # what an export shows: a submission worth 0 of TOTAL (no automatic score)
+        assert (entries[student]["score"], entries[student]["max_score"]) == (0, TOTAL), student
         assert {g[0] for g in entries[student]["notebooks"]["sdpa"]["grades"].values()} == {None}, student
 
     # A second run retries the failed ones (they have no autograded/ folder), as stock does; nothing changes.
@@ -430,4 +431,4 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
     resubmitted, _ = both("--student", "correct-reference")
     assert list(resubmitted) == ["correct-reference"]
     entry = _entries(cli_root)["correct-reference"]
-    assert entry["score"] == 105 and str(entry["timestamp"]).startswith("2024-03-02 10:00")
+    assert entry["score"] == AUTOMATIC and str(entry["timestamp"]).startswith("2024-03-02 10:00")

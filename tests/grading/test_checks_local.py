@@ -11,7 +11,9 @@ import torch
 
 from autograder.grading.hidden_checks import run_checks
 from autograder.grading.local_student import LocalStudent, reference_namespace
+from tests.support import points
 from tests.support.checks import FUNCTION_PARTS, PARTS
+from tests.support.points import AUTOMATIC
 
 GPU_CHECK = Path(__file__).resolve().parents[2] / "tools" / "gpu_check.py"
 
@@ -26,7 +28,9 @@ def test_reference_gets_every_point():
     lost = {p: [(c.name, c.message) for c in r.checks if not c.passed]
             for p, r in results.items() if r.points != r.max_points}
     assert not lost
-    assert sum(r.max_points for r in results.values()) == 105
+    assert sum(r.max_points for r in results.values()) == AUTOMATIC
+    # each part's check weights (`@pytest.mark.points`) add up to its cell's points in the notebook
+    assert {part: r.max_points for part, r in results.items()} == points.part_points()
 
 
 def _with(**overrides):
