@@ -177,7 +177,31 @@ def softmax(x, dim=-1):
     out = distributions.OneHotCategorical(logits=moved).logits.exp().movedim(-1, dim)
     return torch.nan_to_num(out, nan=0.0)
 '''
+# torch._refs' source compiled again inside `timeit` (which runs a string as code), so the function object is one
+# the tripwires never saw, and none of its ops is in the families: the run-time layer cannot stop this one,
+# and before it held it scored full marks (a red-team pass).  Held, it counts nothing until a person reads it.
+TIMEIT_REFS = '''
+import timeit
+import torch
+
+_impl = {}
+_SETUP = """
+import types, torch._refs as R
+with open(R.__file__) as fh:
+    code = compile(fh.read(), R.__file__, "exec")
+for c in code.co_consts:
+    if isinstance(c, types.CodeType) and c.co_name == "softmax":
+        _impl["f"] = types.FunctionType(c, R.__dict__)
+"""
+timeit.timeit(stmt=_SETUP, number=1, globals={"_impl": _impl})
+
+
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_impl["f"](x, dim, None), nan=0.0)
+'''
 UNREADABLE = [
+    Sample("attack-timeit-compiles-refs", "attack", "lose", {"softmax": TIMEIT_REFS}, lose=SOFTMAX_PARTS, held=True,
+           note="timeit runs a fresh compile of torch._refs: the run-time layer misses it, the hold does not"),
     Sample("attack-heap-scan-reset-kernels", "attack", "lose", {"softmax": IMPORTS + ROUTES["cross-entropy"] + '''
 def softmax(x, dim=-1):
     out = _builtin(x.movedim(dim, -1)).movedim(-1, dim)
@@ -190,4 +214,39 @@ def softmax(x, dim=-1):
     Sample("attack-distribution-computed-name", "attack", "lose-all", {"softmax": DISTRIBUTION}, lose=SOFTMAX_PARTS,
            codes=("softmax-builtin",), held=True,
            note="torch.distributions under a computed module name (the run-time tripwire still stops it)"),
+]
+
+# Honest forms next to the above, which must grade as usual (false positives a red-team pass found).
+APPLY_MASK_WITH_OWN_CHECK = '''
+NEG_INF = float("-inf")
+
+
+def apply_mask(scores, mask=None):
+    if mask is None:
+        return scores
+    if mask.dtype == torch.bool:
+        return scores.masked_fill(~mask, NEG_INF)
+    return scores + mask
+
+
+# my own look at the built-in: a fully masked row
+try:
+    print(torch.softmax(torch.full((3,), NEG_INF), dim=0))
+except Exception as exc:
+    print("not allowed here:", type(exc).__name__)
+'''
+NOTEBOOK_HABITS = '''
+import gc, inspect, sys
+import torch
+
+sys.stdout.reconfigure(line_buffering=True)
+print([n for n in dir(torch) if "max" in n][:5])
+print(inspect.signature(softmax))
+gc.collect()
+'''
+UNREADABLE += [
+    Sample("fairness-constant-beside-a-builtin", "fairness", "full", {"apply_mask": APPLY_MASK_WITH_OWN_CHECK},
+           note="a float constant passed to a call beside torch.softmax: apply_mask, which reads it, is not charged"),
+    Sample("fairness-notebook-habits", "fairness", "full", append=(NOTEBOOK_HABITS,),
+           note="dir in a comprehension, gc.collect, inspect.signature, sys.stdout.reconfigure: nothing held"),
 ]

@@ -162,6 +162,42 @@ def call_arguments(nodes):
     return list(dict.fromkeys(out))
 
 
+IMMUTABLE_CALLS = {"float", "int", "str", "bool", "complex", "bytes", "frozenset"}
+
+
+def immutable_names(trees):
+    """Names whose every binding, in every cell, is a number, string, or tuple of them (`NEG_INF =
+    float("-inf")`, `D = 4`): a call they are passed to cannot store anything into them."""
+    def immutable(value):
+        if isinstance(value, ast.Constant):
+            return True
+        if isinstance(value, ast.UnaryOp):
+            return immutable(value.operand)
+        if isinstance(value, ast.Tuple):
+            return all(immutable(e) for e in value.elts)
+        return (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in IMMUTABLE_CALLS
+                and not value.keywords and all(isinstance(a, ast.Constant) for a in value.args))
+
+    stores, constants = {}, {}
+    for node in (n for tree in trees for n in ast.walk(tree)):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:  # a function that may rebind it
+                stores[name] = stores.get(name, 0) + 1
+        elif isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                               ast.arg)):
+            for name in ([a.asname or a.name.split(".")[0] for a in node.names] if isinstance(
+                    node, (ast.Import, ast.ImportFrom)) else [getattr(node, "name", None) or node.arg]):
+                stores[name] = stores.get(name, 0) + 1
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and immutable(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    constants[target.id] = constants.get(target.id, 0) + 1
+    return {name for name, count in constants.items() if stores.get(name) == count}
+
+
 def top_names(stmt):
     """Names a module-level statement binds (compound statements' bodies included)."""
     for node in ast.walk(stmt):

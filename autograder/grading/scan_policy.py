@@ -45,7 +45,11 @@ QUALNAME_CODE = {
     "concurrent.futures.ThreadPoolExecutor": "threads",
     **dict.fromkeys(("importlib.import_module", "builtins.exec", "builtins.eval", "builtins.compile",
                      "builtins.__import__", "types.FunctionType", "types.LambdaType", "types.CodeType",
-                     "types.MethodType"), "dynamic-code"),
+                     "types.MethodType",
+                     # string annotations evaluated; objects rebuilt from files (pickle inside)
+                     "typing.get_type_hints", "typing.ForwardRef", "typing_extensions.get_type_hints",
+                     "torch.load", "torch.serialization.load", "numpy.load"), "dynamic-code"),
+    **dict.fromkeys(("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"), "native-code"),
 }
 # Names of the grader's own modules: the guest files a runner imports by bare name, and this package.
 GRADER_STRINGS = {path.stem for path in guest.FILES} | {"autograder"}
@@ -55,9 +59,16 @@ MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
                "mmap": "native-code", "fcntl": "process-limits", "subprocess": "process-creation",
                "multiprocessing": "process-creation", "pty": "process-creation", "socket": "other-processes",
                "threading": "threads", "_thread": "threads",
-               # code objects loaded from compiled files (a library's .pyc rebuilt into a function)
-               "marshal": "dynamic-code",
+               # code objects loaded from compiled files (a library's .pyc rebuilt into a function), and the
+               # modules that run source text, load objects or resolve dotted names given as strings
+               **dict.fromkeys(("marshal", "timeit", "code", "codeop", "runpy", "pickle", "_pickle", "copyreg",
+                                "shelve", "dill", "cloudpickle", "doctest", "pdb", "bdb", "cProfile", "profile",
+                                "trace", "pydoc", "zipimport", "imp", "pkgutil", "importlib", "builtins"),
+                               "dynamic-code"),
                **dict.fromkeys(GRADER_STRINGS, "grader-internals")}
+# Uses of a flagged module that only read or tidy what the student's code made: flagged, never held.
+HARMLESS = {"gc.collect", "inspect.signature", "inspect.getsource", "inspect.getdoc", "inspect.isfunction",
+            "inspect.isclass", "inspect.ismethod"}
 NAME_CODE = {"exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code",
              "__import__": "dynamic-code", "__builtins__": "introspection"}
 LOOKUP_BUILTINS = {"getattr", "setattr", "delattr", "vars", "globals"}  # flagged when passed around, not called
@@ -125,10 +136,13 @@ HOLDING = frozenset(LABELS) - {"softmax-builtin", "sdpa-builtin", "recording"}
 STREAM_NAMES = {"sys.stdout", "sys.stderr", "sys.stdin", "sys.__stdout__", "sys.__stderr__", "sys.__stdin__"}
 FILE_ATTRIBUTES = {"write", "writelines", "flush", "isatty", "fileno", "encoding", "errors", "name", "mode",
                    "closed", "readable", "writable", "seekable", "newlines", "line_buffering", "write_through",
-                   "close", "read", "readline", "readlines", "seek", "tell", "truncate"}
+                   "close", "read", "readline", "readlines", "seek", "tell", "truncate", "reconfigure"}
 # Calls that only show what a top-level expression finds (`dir(torch)` as a cell's last line): a
 # read whose result is displayed and dropped, flagged but not held.
-DISPLAY_CALLS = {"dir", "vars", "help", "print", "sorted", "list", "len", "type", "repr", "display"}
+DISPLAY_CALLS = {"dir", "vars", "help", "print", "sorted", "list", "len", "type", "repr", "display", "set", "str"}
+# Methods such a line may call on what it found (`[n for n in dir(torch) if n.endswith("max")]`).
+DISPLAY_METHODS = {"startswith", "endswith", "lower", "upper", "strip", "split", "replace", "find", "count", "join",
+                   "format", "items", "keys", "values", "get"}
 
 
 def family(name: str) -> "str | None":

@@ -12,6 +12,7 @@ from .scan_policy import (
     FILE_ATTRIBUTES,
     FOREIGN_MAGICS,
     GRADER_STRINGS,
+    HARMLESS,
     MODULE_CODE,
     MODULE_MUTATORS,
     QUALNAME_CODE,
@@ -69,7 +70,7 @@ class ReviewRules:
             add(node, "review", QUALNAME_CODE[qual], text)
         if (qual and id(node) not in skip_module and qual.split(".")[0] in MODULE_CODE
                 and self.module_like(root_name(node))):
-            add(node, "review", MODULE_CODE[qual.split(".")[0]], text)
+            add(node, "review", MODULE_CODE[qual.split(".")[0]], text, holds=qual not in HARMLESS)
             skip_module |= {id(n) for n in ast.walk(node.value)}
         if node.attr == "events" and (is_call_to(node.value, "get_ipython")
                                       or (isinstance(node.value, ast.Name) and node.value.id in self.ipython)):
@@ -88,7 +89,7 @@ class ReviewRules:
         qual = self.aliases.get(node.id, node.id)
         code = QUALNAME_CODE.get(qual) or MODULE_CODE.get(qual.split(".")[0]) or ATTR_CODE.get(qual.split(".")[-1])
         if code:
-            add(node, "review", code, qual if qual == node.id else f"{node.id} ({qual})")
+            add(node, "review", code, qual if qual == node.id else f"{node.id} ({qual})", holds=qual not in HARMLESS)
 
     def _review_import(self, node, add):
         """An import with a constant name only binds names: flagged, but held only where they are used

@@ -32,6 +32,7 @@ from .scan_ast import (
     call_arguments,
     flat_targets,
     folded_string,
+    immutable_names,
     is_call_to,
     is_ipython_call,
     is_lookup_owner,
@@ -44,6 +45,7 @@ from .scan_ast import (
 )
 from .scan_policy import (
     DISPLAY_CALLS,
+    DISPLAY_METHODS,
     HOLDING,
     LABELS,
     LOOKUP_BUILTINS,
@@ -136,14 +138,20 @@ def scan(sources: list[str], functions: Iterable[str]) -> ScanResult:
 
 
 def _displays_only(expr) -> bool:
-    """A top-level expression that only shows what `dir`/`vars` find: `dir(torch)`, `print(sorted(vars(m)))`."""
+    """A top-level expression that only shows what `dir`/`vars` find: `dir(torch)`, `print(sorted(vars(m)))`,
+    `[n for n in dir(torch) if "max" in n]`.  Reads, compares and string methods only: no other call, no
+    walrus (it would bind a name), no lambda."""
     def plain(node):
-        if isinstance(node, (ast.Name, ast.Constant)):
-            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = (isinstance(func, ast.Name) and func.id in DISPLAY_CALLS) or (
+                isinstance(func, ast.Attribute) and func.attr in DISPLAY_METHODS and plain(func.value))
+            return called and all(plain(a) for a in node.args) and all(plain(k.value) for k in node.keywords)
+        if isinstance(node, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
         if isinstance(node, ast.Attribute):
             return plain(node.value)
-        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DISPLAY_CALLS \
-            and all(plain(a) for a in node.args) and all(plain(k.value) for k in node.keywords)
+        return all(plain(child) for child in ast.iter_child_nodes(node))
 
     return plain(expr) and any(is_call_to(n, "dir", "vars") for n in ast.walk(expr))
 
@@ -166,6 +174,7 @@ class _Scanner(ReviewRules):
         self.top_level = {n for tree in trees for stmt in tree.body for n in top_names(stmt)}
         self.defined = {stmt.name for tree in trees for stmt in ast.walk(tree)
                         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        self.immutable = immutable_names(trees)  # `NEG_INF = float("-inf")`: no call can store into them
         for node in (n for tree in trees for n in ast.walk(tree)):
             self._learn(node)
         for node in (n for tree in trees for n in ast.walk(tree)):
@@ -349,7 +358,7 @@ class _Scanner(ReviewRules):
         extra_owners += [name for name in stored_into(nodes) if name not in names]
         # `fill(registry)`: the callee may store into its argument (a function or class passed is not filled)
         extra_owners += [name for name in call_arguments(nodes) if name not in names + extra_owners
-                         and name not in self.defined]
+                         and name not in self.defined and name not in self.immutable]
         owner = (names + extra_owners)[0] if names + extra_owners else None
         found = [f for f in self._inspect(nodes, owner) if f.kind == "forbidden"]
         reads = names_read(nodes)

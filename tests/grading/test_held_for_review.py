@@ -45,6 +45,19 @@ UNREADABLE = [
     ("operator", "{m}.attrgetter(name)(torch)"),
     ("os", "{m}.kill(1, 9)"),
     ("threading", "{m}.Thread(target=print)"),
+    # source text run, objects loaded, dotted names resolved (found by a red-team pass: `timeit` ran a fresh
+    # compile of torch._refs and scored full marks before these held)
+    ("timeit", "{m}.timeit('x = 1', number=1, globals={{}})"),
+    ("code", "{m}.InteractiveInterpreter({{}}).runsource('x = 1')"),
+    ("runpy", "{m}.run_path('helper.py')"),
+    ("pkgutil", "{m}.resolve_name('torch:' + name)"),
+    ("pydoc", "{m}.locate(name)"),
+    ("pickle", "{m}.loads(b'ctorch\\nsoftmax\\n.')"),
+    ("importlib", "{m}.reload(torch)"),
+    ("importlib", "{m}.util.find_spec('torch')"),
+    ("typing", "{m}.get_type_hints(H)"),
+    ("builtins", "{m}.getattr(torch, name)"),
+    ("torch", "{m}.load(f, weights_only=False)"),
 ]
 # Where the operation sits: a template with `{op}` (an expression) and the graded softmax defined by hand.
 PLACES = {
@@ -103,6 +116,12 @@ FREE = [
     "import sys\nm = sys.modules['torch']",
     "x = getattr(torch, 'float' + '32')",  # a name the scan reads
     "import torch.nn.functional as F\nF.relu(torch.ones(2))",
+    # ordinary notebook habits (a red-team pass found the first four held)
+    "print([n for n in dir(torch) if 'max' in n])",
+    "import gc\ngc.collect()",
+    "import inspect\nprint(inspect.signature(softmax))",
+    "import sys\nsys.stdout.reconfigure(line_buffering=True)",
+    "sorted(k for k in vars(torch.nn.functional).keys() if k.startswith('s'))",
 ]
 
 
@@ -127,5 +146,14 @@ def test_held_parts_are_the_parts_that_earned():
 
     results = {"softmax": part("softmax", 2.0), "apply_mask": part("apply_mask", 0.0),
                "scale_scores": part("scale_scores", 1.0)}
-    notes = code_review.review_notes(scan([HAND_SOFTMAX, "import gc\ngc.collect()"], FUNCTIONS), [1, 2])
+    notes = code_review.review_notes(scan([HAND_SOFTMAX, "import gc\ngc.get_objects()"], FUNCTIONS), [1, 2])
     assert code_review.held_parts(results, notes) == {"softmax", "scale_scores"}
+
+
+def test_the_timeit_route_holds():
+    """The red-team bypass: `timeit` runs a fresh compile of torch._refs' source (a string the scan never reads
+    as code) and the graded softmax only reads a dict it filled."""
+    from catalogue.handles import TIMEIT_REFS
+
+    result = scan([TIMEIT_REFS], FUNCTIONS)
+    assert result.held and {"timeit.timeit"} <= {f.detail for f in result.held}

@@ -467,3 +467,15 @@ def test_a_name_bound_to_a_module_is_read_as_that_module(source, code):
 ])
 def test_ways_to_reach_code_the_scan_cannot_read_are_flagged(source, category):
     assert category in {f.code for f in scan(cells(source), FUNCTIONS).review}
+
+
+def test_a_constant_passed_to_a_call_beside_a_builtin_is_not_charged():
+    """`print(torch.softmax(torch.full((3,), NEG_INF), dim=0))` at top level: NEG_INF holds a float, which no call
+    can fill, so apply_mask, which reads it, does not reach the built-in (a red-team false positive)."""
+    cell = ('NEG_INF = float("-inf")\n\n\ndef apply_mask(scores, mask=None):\n'
+            '    if mask is None:\n        return scores\n    return scores.masked_fill(~mask, NEG_INF)\n\n\n'
+            'print(torch.softmax(torch.full((3,), NEG_INF), dim=0))\n')
+    assert scan([cell], ["apply_mask"]).forbidden["apply_mask"] == []
+    # a name that is rebound to something else, or a list a call may fill, still counts
+    refilled = cell.replace('NEG_INF = float("-inf")', 'NEG_INF = float("-inf")\nNEG_INF = []')
+    assert scan([refilled], ["apply_mask"]).forbidden["apply_mask"]
