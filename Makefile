@@ -50,11 +50,11 @@ hub-stop:
 	$(PY) -m hub.control stop
 
 notebooks: install
-	$(PY) tools/build_notebooks.py
+	$(PY) -m tools.build_notebooks
 
 # The grader's message catalogs (autograder/locale), refreshed from the code; translate what arrives empty.
 messages: install
-	$(PY) tools/messages.py
+	$(PY) -m tools.messages
 
 # The course's editions (autograder/notebook/editions.py): `make release EDITIONS=sdpa_en` releases one.
 EDITIONS ?= sdpa sdpa_en
@@ -83,7 +83,7 @@ test-fast: install lint
 	$(PY) -m pytest -q -m "not slow and not browser"
 
 gpu-check: install
-	$(PY) tools/gpu_check.py
+	$(PY) -m tools.gpu_check
 
 # make bench N=1000 BENCH_ARGS="--kill-at 0.1,0.5,0.9": see python -m benchmarks class --help
 N ?= 60

@@ -40,7 +40,7 @@ def _cells(path=SOURCE):
 
 
 def test_builder_output_is_committed():
-    proc = subprocess.run([sys.executable, "tools/build_notebooks.py", "--check"], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "tools.build_notebooks", "--check"], cwd=ROOT, capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr
 

@@ -146,3 +146,32 @@ def test_every_page_is_in_the_navigation():
     listed = set(re.findall(r":\s*([\w/.-]+\.md)\s*$", nav, flags=re.M))
     pages = {p.relative_to(DOCS).as_posix() for p in PAGES}
     assert listed == pages, f"mkdocs.yml nav: missing {sorted(pages - listed)}, unknown {sorted(listed - pages)}"
+
+
+def test_settings_page_is_every_trait_from_its_help_text():
+    """docs/instructor/settings.md is what `python -m tools.settings_reference` writes: every configurable trait
+    of the grading steps, with its default and help (as nbgrader's autogen_config does)."""
+    import subprocess
+    import sys
+
+    from autograder.nbgrader.execute import SandboxedExecute
+    from autograder.nbgrader.trusted_scoring import TrustedScoring
+
+    page = (DOCS / "instructor" / "settings.md").read_text(encoding="utf-8")
+    for cls in (SandboxedExecute, TrustedScoring):
+        for name in cls.class_own_traits(config=True):
+            assert f"`c.{cls.__name__}.{name}`" in page, f"settings.md does not list {cls.__name__}.{name}"
+    stale = subprocess.run([sys.executable, "-m", "tools.settings_reference", "--check"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert stale.returncode == 0, stale.stderr
+
+
+def test_charge_once_table_is_what_the_checks_give():
+    """docs/design/charging.md's table of points lost, strict and charged once, is what the hidden checks give now
+    (a check added or reweighted changes it; `python -m catalogue charge-once --write-doc` rewrites it)."""
+    import subprocess
+    import sys
+
+    stale = subprocess.run([sys.executable, "-m", "catalogue", "charge-once", "--check-doc"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=900)
+    assert stale.returncode == 0, stale.stderr[-2000:]

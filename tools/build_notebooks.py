@@ -14,7 +14,7 @@ does only what jupytext does not:
 that the Chinese edition's solution cells are ``solutions/sdpa.py``, verbatim.
 Run ``make notebooks`` after editing a lesson.
 
-Usage: python tools/build_notebooks.py [--check]
+Usage: python -m tools.build_notebooks [--check]
 """
 import argparse
 import json
@@ -25,10 +25,9 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from autograder.notebook.editions import EDITIONS, lesson_file
 
-from autograder.notebook.editions import EDITIONS, lesson_file  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def source_path(assignment):

@@ -7,8 +7,8 @@ untranslated, ids no longer in the code are dropped.  The Chinese catalog starts
 itself (the ids are the Chinese source text); the English one needs a translator, and
 ``tests/test_messages.py`` fails until every id has one.
 
-    python tools/messages.py          # refresh the catalogs
-    python tools/messages.py --check  # exit 1, listing what is stale, without writing
+    python -m tools.messages          # refresh the catalogs
+    python -m tools.messages --check  # exit 1, listing what is stale, without writing
 """
 from __future__ import annotations
 
@@ -23,10 +23,9 @@ from babel.messages.catalog import Catalog
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po, write_po
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from autograder.i18n import DOMAIN, LOCALE_DIR, LOCALES, SOURCE_LANGUAGE
 
-from autograder.i18n import DOMAIN, LOCALE_DIR, LOCALES, SOURCE_LANGUAGE  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TEMPLATE = LOCALE_DIR / f"{DOMAIN}.pot"
 CHECKS = ROOT / "autograder" / "grading" / "checks"
