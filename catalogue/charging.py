@@ -331,7 +331,7 @@ DEVICE_BUG_BEHIND_TWO_HELPERS = {"scale_scores": honest.SOURCES["scale-missing"]
 
 # Found by a seventh red-team pass: a narrow form of a mistake, topped up with another mistake of the same
 # helper on checks the composite never calls it on, so that the part's loss reached the honest holder's.
-# The yardstick counts only the home checks that name the code.
+# The honest comparison counts only the home checks that name the code.
 TOPPED_UP_INVERTED = {"apply_mask": '''
 def apply_mask(scores, mask=None):
     if mask is None:

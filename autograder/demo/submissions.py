@@ -48,7 +48,7 @@ class Sample:
 
 
 def _honest(code, **kwargs):
-    """The one-bug sample of `code`: its honest answer cell (``grading.honest``), the yardstick of charge-once."""
+    """The one-bug sample of `code`: its honest answer cell (``grading.honest``), what a refund is measured against."""
     return Sample(f"bug-{code}", "bug", "partial", honest.replacement(code), codes=(code,), **kwargs)
 
 

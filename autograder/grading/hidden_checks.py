@@ -23,7 +23,7 @@ import pytest
 from ..i18n import _
 from .assertions import EXPLAINED, CheckFailed
 from .composition import ExplainedElsewhere
-from .honest import SOURCES as YARDSTICKS
+from .honest import SOURCES as HONEST_SOURCES
 from .misconceptions import HOMES
 
 if TYPE_CHECKING:
@@ -241,7 +241,7 @@ def _shrink_examples(student, results) -> None:
                 check.example = {**example, **({TOLERANCE_KEY: tolerance} if tolerance else {})}
 
 
-def settle_charges(results: dict, seed_key: Sequence[object], context: dict, yardstick: bool = True) -> None:
+def settle_charges(results: dict, seed_key: Sequence[object], context: dict, against_honest: bool = True) -> None:
     """Decide the credit of every check that passed because its differences are charged elsewhere.
 
     A code pays for such a check only if the part where it lives (``misconceptions.HOMES``) charged it: a
@@ -258,13 +258,13 @@ def settle_charges(results: dict, seed_key: Sequence[object], context: dict, yar
                   if check.passed and check.charged_elsewhere]
     # A code whose home is the check's own part: another check of that part must charge it for real.
     own = [(part, check) for part, check in candidates if any(HOMES.get(c) == part for c in check.charged_elsewhere)]
-    _settle(results, own, seed_key, context, yardstick)
+    _settle(results, own, seed_key, context, against_honest)
     # Then the others, against the home parts as they now stand (with every credit still standing,
     # their losses are the lowest they can be, so no later decision can undo a gate that passed).
-    _settle(results, [c for c in candidates if c not in own and c[1].passed], seed_key, context, yardstick)
+    _settle(results, [c for c in candidates if c not in own and c[1].passed], seed_key, context, against_honest)
 
 
-def _settle(results, candidates, seed_key, context, yardstick):
+def _settle(results, candidates, seed_key, context, against_honest):
     charged = {(result.part, code) for result in results.values() for check in result.checks if not check.passed
                for code in check.codes}
     losses = {(result.part, check.name): check.max_points - check.points
@@ -273,7 +273,7 @@ def _settle(results, candidates, seed_key, context, yardstick):
     for _part, check in candidates:
         short, paid = [], []
         for group in check.charged_groups or [[code] for code in check.charged_elsewhere]:
-            unpaid = [_unpaid(code, charged, losses, seed_key, context, yardstick) for code in group]
+            unpaid = [_unpaid(code, charged, losses, seed_key, context, against_honest) for code in group]
             if all(unpaid):  # a difference that any one of its codes, charged where it lives, would pay for
                 short.extend((code, home) for code, (home,) in zip(group, unpaid))
             paid.extend(code for code, why in zip(group, unpaid) if not why)
@@ -286,13 +286,13 @@ def _settle(results, candidates, seed_key, context, yardstick):
             check.charged_groups = [[code] for code in check.charged_elsewhere]
 
 
-def _unpaid(code, charged, losses, seed_key, context, yardstick) -> tuple:
+def _unpaid(code, charged, losses, seed_key, context, against_honest) -> tuple:
     """() when the code's home part charged it in full; else (home,) when a check there that an honest holder
     fails took less here, (None,) when no failing check of that part names the code."""
     home = HOMES.get(code)
     if home is None or (home, code) not in charged:
         return (None,)
-    if yardstick and code in YARDSTICKS and any(
+    if against_honest and code in HONEST_SOURCES and any(
             losses.get((home, name), 0.0) + 1e-9 < lost
             for name, lost in honest_failures(code, home, tuple(seed_key), _frozen(context))):
         return (home,)
@@ -326,9 +326,9 @@ def honest_failures(code: str, part: str, seed_key: tuple, context: tuple) -> tu
     from .local_student import LocalStudent, reference_namespace
 
     namespace = reference_namespace()
-    _cell, source = YARDSTICKS[code]
+    _cell, source = HONEST_SOURCES[code]
     exec(compile(source, f"honest:{code}", "exec"), namespace)  # noqa: S102 - our own model of the mistake
     results = run_checks(LocalStudent(namespace), [part], seed_key=seed_key, context=dict(context), settle=False)
-    settle_charges(results, seed_key, dict(context), yardstick=False)  # the honest holder is its own yardstick
+    settle_charges(results, seed_key, dict(context), against_honest=False)  # the honest holder: nothing to compare
     return tuple((check.name, check.max_points - check.points) for check in results[part].checks
                  if check.max_points - check.points > 0)

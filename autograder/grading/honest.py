@@ -4,9 +4,9 @@ Charge-once refunds a part whose failure a misconception of another part
 explains (``composition``, or a known mistake's output in the device part).
 The refund is sound only if the home part charged that misconception at least
 as much as it charges a student who really holds it: these answer cells,
-graded by the same checks on the same seed, are that yardstick
+graded by the same checks on the same seed, are what a refund is measured against
 (``hidden_checks.honest_failures``).  The demo class's one-bug samples are these
-cells too, so what the catalogue shows is what the yardstick measures.
+cells too, so what the catalogue shows is what a refund is measured against.
 """
 
 # code -> (answer cell grade_id, its source with that one mistake)

@@ -88,7 +88,7 @@ class TrustedScoring(NbGraderPreprocessor):
                   "events": session.events, "review": review, "seconds": session.elapsed(),
                   "limits": {"derived": bool(session.budget.cell_limits or session.budget.call_limits),
                              "retried": session.retries,
-                             "charged_without_retry": session.unstarved}, "cells": []}
+                             "charged_without_retry": session.charged_without_retry}, "cells": []}
         # Limits hit and code to review: reported once, at the first grade cell.
         events = session.events + [dict(note, kind="NeedsReview") for note in review]
         holding = [note for note in review if note["holds"]]

@@ -21,7 +21,7 @@ class SessionReport:
     events: list = field(default_factory=list)  # limit reports, shown to instructor and student
     restarts: int = 0  # runners restarted after a failure that was charged (bounded by `Budget.max_restarts`)
     retries: int = 0  # limit overruns given a second try on a fresh runner
-    unstarved: int = 0  # overruns charged at once: the runner had a core to itself (load_evidence)
+    charged_without_retry: int = 0  # overruns charged at once: the runner had a core to itself (load_evidence)
     reused: int = 0  # cells whose outputs came from the reference
     cell_seconds: dict = field(default_factory=dict)  # position -> wall seconds of its run
     call_seconds: dict = field(default_factory=dict)  # function -> wall seconds of its longest call

@@ -139,7 +139,7 @@ class StudentSession:
     events = Reported()
     restarts = Reported()
     retries = Reported()
-    unstarved = Reported()
+    charged_without_retry = Reported()
     reused = Reported()
     cell_seconds = Reported()
     call_seconds = Reported()
@@ -398,7 +398,7 @@ class StudentSession:
             if self._time_left() <= 0:
                 raise _BudgetSpent() from None  # the submission's budget cut it short, not its own limit
             if had_a_core:
-                self.report.unstarved += 1
+                self.report.charged_without_retry += 1
                 raise
             self.report.retries += 1
         finally:

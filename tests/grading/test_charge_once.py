@@ -98,12 +98,12 @@ def test_helpers_captured_in_a_correct_composite_keep_every_point(sample):
     assert _lost(_grade(sample.replace, sample.name)) == {}
 
 
-def test_every_code_another_part_may_pass_on_has_an_honest_yardstick():
+def test_every_code_another_part_may_pass_on_has_an_honest_holder():
     assert set(COMPOSITE_HOME) <= set(honest.SOURCES)
     for code, home in COMPOSITE_HOME.items():
         grade_id, _ = honest.SOURCES[code]
         assert grade_id in reference_namespace(), (code, grade_id)  # the cell replaces a graded function
-        assert honest_failures(code, home, ("sdpa", "yardstick"), ()), code  # its home really charges it
+        assert honest_failures(code, home, ("sdpa", "honest-holder"), ()), code  # its home really charges it
 
 
 def _result(part, *checks):

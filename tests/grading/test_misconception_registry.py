@@ -30,7 +30,7 @@ def test_every_home_is_a_graded_part_of_the_source_notebook():
     assert {m.code: m.home for m in CATALOGUE.values() if m.home not in parts} == {}
 
 
-def test_credit_elsewhere_is_given_only_for_codes_with_an_honest_yardstick():
+def test_credit_elsewhere_is_given_only_for_codes_with_an_honest_holder():
     assert COMPOSITE_HOME == composition.HOME
     assert set(COMPOSITE_HOME) <= set(honest.SOURCES)
 

@@ -150,7 +150,7 @@ def test_a_busy_loop_that_had_its_core_costs_one_try_then_nothing():
         started = time.monotonic()
         result = session.call("hang", 1)
         assert result.status == "timeout" and time.monotonic() - started < 3.5
-        assert (session.retries, session.unstarved) == (0, 1)
+        assert (session.retries, session.charged_without_retry) == (0, 1)
         assert "重试一次" in result.describe()
         started = time.monotonic()
         assert session.call("hang", 1).status == "timeout" and time.monotonic() - started < 0.5
@@ -166,7 +166,7 @@ def test_threads_that_add_up_to_a_core_while_each_waited_are_retried():
     with StudentSession(cells, budget=Budget(call_limits={"hang": 2.0})) as session:
         session.run_notebook()
         assert session.call("hang", 1).status == "timeout"
-        assert (session.retries, session.unstarved) == (1, 0)
+        assert (session.retries, session.charged_without_retry) == (1, 0)
 
 
 def test_short_lived_threads_that_each_waited_are_retried():
@@ -185,7 +185,7 @@ def test_short_lived_threads_that_each_waited_are_retried():
     with StudentSession([work], budget=Budget(call_limits={"relay": 2.0})) as session:
         session.run_notebook()
         assert session.call("relay", 1).status == "timeout"
-        assert (session.retries, session.unstarved) == (1, 0)
+        assert (session.retries, session.charged_without_retry) == (1, 0)
 
 
 def test_retries_that_succeed_never_use_up_the_restarts():

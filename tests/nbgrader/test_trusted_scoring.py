@@ -27,7 +27,7 @@ class FakeSession(LocalStudent):
         self.status = SimpleNamespace(isolated=True, mechanism="test")
         self.events = [{"kind": "CellTimeout", "cell": 0}]
         self.budget = SimpleNamespace(cell_limits={}, call_limits={})
-        self.retries, self.unstarved, self.closed = 0, 0, False
+        self.retries, self.charged_without_retry, self.closed = 0, 0, False
 
     def elapsed(self):
         return 1.5
