@@ -363,13 +363,44 @@ def test_the_english_edition_is_in_english():
 
 @pytest.mark.parametrize("assignment", EDITIONS)
 def test_every_edition_is_built_from_its_lesson(assignment):
-    """Each edition's source notebook is its lesson file read by jupytext, cell ids = grade ids."""
+    """Each edition's source notebook is its lesson file read by jupytext, cell ids = grade ids, and the
+    automatic cells' points added from the checks' weights (the lesson has none for them)."""
     import jupytext
 
+    from autograder.grading.hidden_checks import part_points
+    from autograder.notebook.cells import is_test_cell, part_of
     from autograder.notebook.editions import lesson_file
 
     lesson = jupytext.read(ROOT / lesson_file(assignment), fmt="md:myst")
     built = nbformat.read(str(source_of(assignment)), as_version=4)
+    weights = part_points()
+    for cell in lesson.cells:
+        if is_test_cell(cell):
+            assert "points" not in cell.metadata["nbgrader"], cell.metadata["nbgrader"]["grade_id"]
+            cell.metadata["nbgrader"]["points"] = weights[part_of(cell)]
     assert [(c.cell_type, c.source, c.metadata) for c in lesson.cells] == \
         [(c.cell_type, c.source, c.metadata) for c in built.cells]
     assert all(c.id == c.metadata["nbgrader"]["grade_id"] for c in built.cells)
+
+
+def test_a_parts_points_are_its_checks_weights_in_every_edition(monkeypatch):
+    """Points are declared once, on the checks: the built grade cell takes its part's sum, and a lesson that
+    sets points on an automatic cell does not build."""
+    from tools import build_notebooks
+
+    weights = build_notebooks.part_points()
+    for assignment in EDITIONS:
+        nb = build_notebooks.build_source(assignment, {**weights, "apply_mask": 12})
+        cell = next(c for c in nb.cells if c.metadata["nbgrader"]["grade_id"] == "apply_mask-check")
+        assert cell.metadata["nbgrader"]["points"] == 12
+    original = build_notebooks.jupytext.read
+
+    def with_points(*args, **kwargs):
+        nb = original(*args, **kwargs)
+        next(c for c in nb.cells if c.metadata["nbgrader"]["grade_id"] == "softmax-check").metadata["nbgrader"][
+            "points"] = 12
+        return nb
+
+    monkeypatch.setattr(build_notebooks.jupytext, "read", with_points)
+    with pytest.raises(build_notebooks.LessonError, match="softmax-check sets points"):
+        build_notebooks.build_source(COURSE, weights)

@@ -8,7 +8,10 @@ does only what jupytext does not:
   (the grader restores a tampered notebook cell by cell, by these ids);
 - jupytext's own notebook metadata is left out of the built notebook;
 - the solution notebook is the source minus its hidden-test regions: what a
-  perfect student submits.
+  perfect student submits;
+- an automatically graded cell's points are not written in the lesson: they are
+  the sum of its part's check weights (``hidden_checks.part_points``), the one
+  place a part's points are declared.  Hand-graded cells keep theirs in the lesson.
 
 ``tests/test_course_layout.py`` checks that the editions have the same cells, and
 that the Chinese edition's solution cells are ``solutions/sdpa.py``, verbatim.
@@ -25,6 +28,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from autograder.grading.hidden_checks import part_points
+from autograder.notebook.cells import is_test_cell, part_of
 from autograder.notebook.editions import EDITIONS, lesson_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,15 +43,30 @@ def solution_path(assignment):
     return ROOT / "solutions" / f"{assignment}_solution.ipynb"
 
 
-def build_source(assignment):
-    """The nbgrader source notebook of one edition, from its lesson file."""
+class LessonError(Exception):
+    pass
+
+
+def build_source(assignment, points=None):
+    """The nbgrader source notebook of one edition, from its lesson file and the checks' weights (`points`)."""
+    points = part_points() if points is None else points
     nb = jupytext.read(ROOT / lesson_file(assignment), fmt="md:myst")
     nb.metadata.pop("jupytext", None)
     nb.nbformat, nb.nbformat_minor = 4, 5
     for cell in nb.cells:
-        cell.id = cell.metadata["nbgrader"]["grade_id"]
+        meta = cell.metadata["nbgrader"]
+        cell.id = meta["grade_id"]
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+        if is_test_cell(cell):
+            if "points" in meta:
+                raise LessonError(f"{lesson_file(assignment)}: cell {meta['grade_id']} sets points; an automatically "
+                                  "graded cell's points are its checks' @pytest.mark.points — remove the line")
+            if part_of(cell) not in points:
+                raise LessonError(f"{lesson_file(assignment)}: cell {meta['grade_id']} runs the hidden checks of "
+                                  f"{part_of(cell)!r}, which has no checks in autograder/grading/checks/")
+            weight = points[part_of(cell)]
+            meta["points"] = int(weight) if weight == int(weight) else weight  # 10, as an author writes it
     return nb
 
 
@@ -64,9 +84,9 @@ def render(nb):
 
 def targets():
     """{path: content} of every notebook the lessons build."""
-    out = {}
+    out, points = {}, part_points()
     for assignment in EDITIONS:
-        source = build_source(assignment)
+        source = build_source(assignment, points)
         out[source_path(assignment)] = render(source)
         out[solution_path(assignment)] = render(solution_notebook(source))
     return out

@@ -197,6 +197,32 @@ def _part_of(item):
     return marker.args[0] if marker else getattr(item.module, "PART", None)
 
 
+class _Weights:
+    """Collects the checks (nothing runs): each part's points are the sum of its checks' `points` markers."""
+
+    def __init__(self) -> None:
+        self.points = {}
+
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        for item in items:
+            marker = item.get_closest_marker("points")
+            part = _part_of(item)
+            self.points[part] = self.points.get(part, 0.0) + (float(marker.args[0]) if marker else 0.0)
+
+
+def part_points() -> dict[str, float]:
+    """{part: points}: the one place a part's points are declared is its checks' `@pytest.mark.points`; the grade
+    cell's points in every edition are this sum (``tools/build_notebooks.py`` writes them)."""
+    weights = _Weights()
+    code = pytest.main([str(CHECKS_DIR), "--collect-only", "-c", os.devnull, "-p", "no:cacheprovider",
+                        "-p", "no:terminal", "--rootdir", str(CHECKS_DIR), "-o", "addopts=",
+                        "-o", "python_files=test_*.py", "--noconftest"], plugins=[weights])
+    if code != 0:
+        raise RuntimeError(f"the hidden checks could not be collected (pytest exit code {code})")
+    return weights.points
+
+
 def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str], *, seed_key: Sequence[object],
                context: Optional[dict] = None, settle: bool = True) -> dict[str, PartResult]:
     """Grade `parts` against a live session; returns {part: PartResult}.
