@@ -16,10 +16,11 @@ from .misconceptions import CATALOGUE
 
 
 def root_causes(results: dict, order: list) -> list:
-    """[{code, home, also}] for each misconception named in `results` ({part: PartResult}), in `order` of parts.
+    """[{code, home, also, lost}] for each misconception named in `results` ({part: PartResult}), in `order`.
 
     `home` is the helper part where the code lives (``composition.HOME``), or the first part that names it;
-    `also` lists the other parts whose checks failed with it or passed only as a composition of it.
+    `also` lists the other parts whose checks failed with it or passed only as a composition of it, and
+    `lost` those of them that lost points to it (a part that kept its points is never called failed).
     """
     found = {}
     for part in order:
@@ -27,18 +28,35 @@ def root_causes(results: dict, order: list) -> list:
         if result is None:
             continue
         for check in result.checks:
-            named = (check.codes if not check.passed else []) + list(check.charged_elsewhere)
-            for code in named:
+            failed = check.codes if not check.passed else []
+            for code in [*failed, *check.charged_elsewhere]:
                 if code not in CATALOGUE:
                     continue
-                entry = found.setdefault(code, {"code": code, "home": None, "parts": []})
+                entry = found.setdefault(code, {"code": code, "home": None, "parts": [], "lost": []})
                 if part not in entry["parts"]:
                     entry["parts"].append(part)
+                if code in failed and part not in entry["lost"]:
+                    entry["lost"].append(part)
     out = []
     for code, entry in found.items():
         home = HOME.get(code) if HOME.get(code) in entry["parts"] else entry["parts"][0]
-        out.append({"code": code, "home": home, "also": [p for p in entry["parts"] if p != home]})
+        out.append({"code": code, "home": home, "also": [p for p in entry["parts"] if p != home],
+                    "lost": [p for p in entry["lost"] if p != home]})
     return out
+
+
+def _also_lines(cause: dict, name, esc=str) -> list[str]:
+    """What the summary says of the other parts: failed where they lost points, affected where they kept
+    them (`name` renders a part; `esc` the message text, for HTML)."""
+    lost = [p for p in cause["also"] if p in cause.get("lost", cause["also"])]
+    kept = [p for p in cause["also"] if p not in lost]
+    lines = []
+    if lost:
+        lines.append(esc(_("它也是 {parts} 未通过的原因。")).format(parts=esc(_("、")).join(name(p) for p in lost)))
+    if kept:
+        lines.append(esc(_("它也影响 {parts} 的结果，但那里没有扣分（只在它所在的部分扣一次）。")).format(
+            parts=esc(_("、")).join(name(p) for p in kept)))
+    return lines
 
 
 def render_text(causes: list, labels: dict) -> str:
@@ -47,9 +65,7 @@ def render_text(causes: list, labels: dict) -> str:
         entry = CATALOGUE[cause["code"]]
         line = "  " + _("{code} 在 {part}：{explanation}").format(
             code=f"[{cause['code']}]", part=labels.get(cause["home"], cause["home"]), explanation=_(entry.explanation))
-        if cause["also"]:
-            line += " " + _("它也是 {parts} 未通过的原因。").format(
-                parts=_("、").join(labels.get(p, p) for p in cause["also"]))
+        line += "".join(" " + text for text in _also_lines(cause, lambda p: labels.get(p, p)))
         lines.append(line)
     return "\n".join(lines)
 
@@ -67,10 +83,7 @@ def render_html(causes: list, labels: dict, anchors: dict = None) -> str:
     hint, title = esc(_("提示：")), esc(_("先修这里（每个错误只列一次，从它所在的部分改起）"))
     for cause in causes:
         entry = CATALOGUE[cause["code"]]
-        also = ""
-        if cause["also"]:
-            also = "<br>" + esc(_("它也是 {parts} 未通过的原因。")).format(
-                parts=esc(_("、")).join(part(p) for p in cause["also"]))
+        also = "".join("<br>" + text for text in _also_lines(cause, part, esc))
         code = f'<span class="code">[{esc(cause["code"])}]</span>'
         where = esc(_("{code} 在 {part}：{explanation}")).format(
             code=code, part=f"<b>{part(cause['home'])}</b>", explanation=esc(_(entry.explanation)))
