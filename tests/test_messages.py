@@ -56,13 +56,13 @@ def test_an_unknown_language_is_refused():
 
 
 def test_the_root_cause_summary_is_english_in_the_english_edition():
-    causes = [{"code": code, "home": entry.home, "also": ["scaled_dot_product_attention", "device_dtype"]}
-              for code, entry in CATALOGUE.items()]
+    causes = [{"code": code, "home": entry.home, "also": ["scaled_dot_product_attention", "device_dtype"],
+               "lost": ["scaled_dot_product_attention"]} for code, entry in CATALOGUE.items()]
     labels = {c["home"]: c["home"] for c in causes}
     with i18n.using("en"):
         text = root_causes.render_text(causes, labels)
         html = root_causes.render_html(causes, labels)
-    assert "Fix these first" in text and "It is also why" in html
+    assert "Fix these first" in text and "It is also why" in html and "It also affects" in html
     assert not CJK.search(text) and not CJK.search(html)
     with i18n.using("zh"):
         assert "先修这里" in root_causes.render_text(causes, labels)
