@@ -48,6 +48,16 @@ def gettext(message: str) -> str:
     return catalog(LOCALES[language()]).get(message) or message
 
 
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The form of a message for `n` things in the current language (``{n} hidden check`` / ``checks``):
+    the catalog's plural rule picks it; the source language (Chinese) has one form."""
+    forms, rule = plurals(LOCALES[language()])
+    chosen = forms.get((singular, plural))
+    if not chosen:
+        return singular if n == 1 else plural
+    return chosen[min(rule(n), len(chosen) - 1)] or (singular if n == 1 else plural)
+
+
 def html_lang(lang: str = "") -> str:
     """The BCP 47 tag of `lang` (default: the current language) for a page's ``<html lang>``: zh -> zh-CN."""
     return LOCALES[lang or language()].replace("_", "-")
@@ -70,3 +80,17 @@ def catalog(locale: str) -> dict:
     with path.open("rb") as handle:
         entries = read_po(handle, locale=locale)
     return {m.id: m.string for m in entries if m.id and m.string and not m.fuzzy and isinstance(m.id, str)}
+
+
+@functools.lru_cache(maxsize=None)
+def plurals(locale: str) -> tuple[dict, object]:
+    """({(singular, plural): forms} of one locale's catalog, its plural rule: n -> index of the form)."""
+    import gettext as stdlib_gettext
+
+    from babel.messages.pofile import read_po
+
+    path = LOCALE_DIR / locale / "LC_MESSAGES" / f"{DOMAIN}.po"
+    with path.open("rb") as handle:
+        entries = read_po(handle, locale=locale)
+    forms = {tuple(m.id): tuple(m.string) for m in entries if isinstance(m.id, (tuple, list)) and not m.fuzzy}
+    return forms, stdlib_gettext.c2py(entries.plural_expr)

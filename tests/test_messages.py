@@ -36,13 +36,28 @@ def test_every_message_has_a_translation_with_the_same_fields(locale):
     entries = _entries(locale)
     assert entries
     for message in entries:
-        assert message.string and not message.fuzzy, f"{locale}: no translation of {message.id!r}"
-        assert _fields(message.string) == _fields(message.id), (locale, message.id, message.string)
+        assert all(_forms(message.string)) and not message.fuzzy, f"{locale}: no translation of {message.id!r}"
+        for form in _forms(message.string):  # every plural form has the id's fields
+            assert _fields(form) == _fields(_forms(message.id)[0]), (locale, message.id, message.string)
+
+
+def _forms(text):
+    """A message's forms: one for a plain message, one per plural form for an `ngettext` one."""
+    return list(text) if isinstance(text, (tuple, list)) else [text]
 
 
 def test_english_translations_hold_no_chinese():
     for message in _entries("en"):
-        assert not CJK.search(message.string), message.string
+        assert not any(CJK.search(form) for form in _forms(message.string)), message.string
+
+
+def test_plural_forms_follow_each_language():
+    """`ngettext`: "1 hidden check", "2 hidden checks"; Chinese has one form."""
+    with i18n.using("en"):
+        assert [i18n.ngettext("{n} 项隐藏检查", "{n} 项隐藏检查", n).format(n=n) for n in (1, 2)] == [
+            "1 hidden check", "2 hidden checks"]
+    with i18n.using("zh"):
+        assert i18n.ngettext("{n} 项隐藏检查", "{n} 项隐藏检查", 2).format(n=2) == "2 项隐藏检查"
 
 
 def test_the_chinese_edition_shows_the_source_text():

@@ -37,7 +37,7 @@ def extracted() -> Catalog:
     template = Catalog(project="sdpa-course", header_comment=f"# {HEADER}", fuzzy=False)
     method_map, options_map = _mapping()
     for _filename, _lineno, message, comments, _context in extract_from_dir(
-            str(ROOT), method_map, options_map, keywords={"_": None, "N_": None}):
+            str(ROOT), method_map, options_map, keywords={"_": None, "N_": None, "ngettext": (1, 2)}):
         template.add(message, auto_comments=comments)
     for title in check_titles():
         template.add(title, auto_comments=["a hidden check's title: the first line of its docstring"])
@@ -76,8 +76,9 @@ def updated(template: Catalog, locale: str) -> Catalog:
     catalog.obsolete.clear()
     if LOCALES[SOURCE_LANGUAGE] == locale:
         for message in catalog:
-            if message.id and not message.string:
-                message.string = message.id
+            if message.id and not any(message.string if message.pluralizable else [message.string]):
+                # Chinese has one form: the singular id
+                message.string = (message.id[0],) if message.pluralizable else message.id
     return catalog
 
 

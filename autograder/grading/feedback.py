@@ -11,7 +11,7 @@ import html
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..i18n import _
+from ..i18n import _, ngettext
 from .assertions import TOLERANCE_KEY
 from .misconceptions import CATALOGUE
 
@@ -34,8 +34,9 @@ def _fmt(points):
 def summary_line(label: str, part_result: PartResult, cell_points: float, earned: float) -> str:
     failed = [c for c in part_result.checks if not c.passed]
     state = _("全部通过") if not failed else _("{failed} 项未通过").format(failed=len(failed))
-    return _("{label}：{earned} / {points} 分（{checks} 项隐藏检查，{state}）").format(
-        label=label, earned=_fmt(earned), points=_fmt(cell_points), checks=len(part_result.checks), state=state)
+    checks = ngettext("{n} 项隐藏检查", "{n} 项隐藏检查", len(part_result.checks)).format(n=len(part_result.checks))
+    return _("{label}：{earned} / {points} 分（{checks}，{state}）").format(
+        label=label, earned=_fmt(earned), points=_fmt(cell_points), checks=checks, state=state)
 
 
 def _shown_example(example):
