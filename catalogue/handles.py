@@ -250,3 +250,79 @@ UNREADABLE += [
     Sample("fairness-notebook-habits", "fairness", "full", append=(NOTEBOOK_HABITS,),
            note="dir in a comprehension, gc.collect, inspect.signature, sys.stdout.reconfigure: nothing held"),
 ]
+
+# A second red-team pass: torch._refs' softmax rebuilt from its source by routes the first tables missed.  Each
+# scored 105/105 unheld; each holds now.  (What they rebuild is torch's Python reference, made of allowed ops:
+# no forbidden kernel runs, so only the hold stands between them and a grade.)
+LOADER_FORMATTER = '''
+import os, string
+import torch
+_n = ".".join(("torch", "_refs"))
+_p = os.path.join(os.path.dirname(torch.__file__), "_refs", "__init__.py")
+_c = type(torch.__spec__.loader)(_n, _p).get_code(_n)
+_g = string.Formatter().get_field("0._refs.__dict__", (torch,), {})[0]
+_k = [c for c in _c.co_consts if getattr(c, "co_name", "") == "softmax"][0]
+_sm = type(lambda: 0)(_k, _g)
+
+def softmax(x, dim=-1):
+    y = _sm(x, dim, None)
+    return torch.nan_to_num(y, nan=0.0)
+'''
+SINGLEDISPATCH_ANNOTATION = '''
+import functools, torch
+_box = []
+@functools.singledispatch
+def _d(x):
+    pass
+def _h(x: "(_box.append(exec), int)[1]"):
+    pass
+_d.register(_h)
+_src = "import os, torch\\np = os.path.join(os.path.dirname(torch.__file__), '_refs', '__init__.py')\\nc = compile(open(p).read(), p, 'exec')\\nk = [q for q in c.co_consts if getattr(q, 'co_name', '') == 'softmax'][0]\\nimport types\\nsm = types.FunctionType(k, torch._refs.__dict__)\\n"
+_ns = {}
+_box[0](_src, _ns)
+_sm = _ns["sm"]
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_sm(x, dim, None), nan=0.0)
+'''  # noqa: E501 - the red team's payload, verbatim
+RUN_CELL = '''
+import torch
+_ns = {}
+get_ipython().run_cell("import os, torch, types\\np = os.path.join(os.path.dirname(torch.__file__), '_refs', '__init__.py')\\nc = compile(open(p).read(), p, 'exec')\\nk = [q for q in c.co_consts if getattr(q, 'co_name', '') == 'soft' + 'max'][0]\\n_rt_sm = types.FunctionType(k, torch._refs.__dict__)\\n")
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_rt_sm(x, dim, None), nan=0.0)
+'''  # noqa: E501 - the red team's payload, verbatim
+TIME_MAGIC_VARIABLE = '''
+import torch
+_s = "import os, types; p = os.path.join(os.path.dirname(torch.__file__), '_refs', '__init__.py'); k = [q for q in compile(open(p).read(), p, 'exec').co_consts if getattr(q, 'co_name', '') == 'softmax'][0]; _rt_sm = types.FunctionType(k, torch._refs.__dict__)"
+get_ipython().run_line_magic("time", _s)
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_rt_sm(x, dim, None), nan=0.0)
+'''  # noqa: E501 - the red team's payload, verbatim
+MORE_HABITS = '''
+import operator, pickle, timeit
+import torch
+
+print(timeit.timeit(lambda: softmax(torch.ones(4, 4)), number=10) >= 0)
+pickle.dump({"note": "my results"}, open("results.pkl", "wb"))
+torch.save(torch.ones(2), "w.pt")
+w = torch.load("w.pt")
+shape_of = operator.attrgetter("shape")
+
+
+def look(x):
+    print(dir(x)[:3])
+
+
+look(w)
+print("softmax" in globals())
+print(shape_of(w))
+'''
+UNREADABLE += [
+    Sample(f"attack-{name}", "attack", "lose", {"softmax": source}, lose=SOFTMAX_PARTS, held=True, note=note)
+    for name, source, note in (
+        ("loader-formatter", LOADER_FORMATTER, "a module loader compiles, a Formatter reads __dict__, type(lambda)"),
+        ("singledispatch-annotation", SINGLEDISPATCH_ANNOTATION, "singledispatch evaluates a string annotation"),
+        ("run-cell", RUN_CELL, "get_ipython().run_cell of a source string"),
+        ("time-magic-variable", TIME_MAGIC_VARIABLE, "%time with a body held in a variable"))
+] + [Sample("fairness-more-notebook-habits", "fairness", "full", append=(MORE_HABITS,),
+            note="timeit of a lambda, pickle.dump, torch.save/load, dir printed in a helper, attrgetter('shape')")]

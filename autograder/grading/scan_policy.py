@@ -22,7 +22,13 @@ REVIEW_ATTRS = {
     "process-limits": {"setrlimit", "prlimit", "setpriority", "sched_setaffinity", "sched_setscheduler",
                        "sched_setparam"},
     "other-processes": {"killpg", "pthread_kill", "pidfd_open", "pidfd_send_signal"},
-    "dynamic-code": {"import_module", "__import__", "attrgetter", "methodcaller", "getattr_static"},
+    "dynamic-code": {"import_module", "__import__", "attrgetter", "methodcaller", "getattr_static",
+                     # a module's loader compiles any file; a formatter's get_field reads any attribute chain
+                     "get_code", "exec_module", "load_module", "source_to_code", "__loader__", "__spec__",
+                     "get_field", "user_ns", "user_global_ns",
+                     # IPython runs source text
+                     "run_cell", "run_cell_async", "run_code", "run_ast_nodes", "safe_execfile",
+                     "safe_execfile_ipy", "safe_run_module"},
     "grader-internals": {"display_formatter", "display_pub", "displayhook", "user_ns_hidden", "proto_out",
                          "proto_in", "forbidden_used", "blocking", "_aten_library", "_libraries", "_destroy",
                          "install_tripwires", "remove_tripwires", "disarm", "aten_plan", "student_files",
@@ -48,7 +54,11 @@ QUALNAME_CODE = {
                      "types.MethodType",
                      # string annotations evaluated; objects rebuilt from files (pickle inside)
                      "typing.get_type_hints", "typing.ForwardRef", "typing_extensions.get_type_hints",
-                     "torch.load", "torch.serialization.load", "numpy.load"), "dynamic-code"),
+                     "torch.load", "torch.serialization.load", "numpy.load",
+                     # names resolved from strings
+                     "string.Formatter", "logging.config.BaseConfigurator", "logging.config.DictConfigurator",
+                     "logging.config.dictConfig", "logging.config.fileConfig", "logging.config.listen",
+                     "logging.config._resolve", "unittest.mock.patch", "mock.patch"), "dynamic-code"),
     **dict.fromkeys(("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"), "native-code"),
 }
 # Names of the grader's own modules: the guest files a runner imports by bare name, and this package.
@@ -67,8 +77,14 @@ MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
                                "dynamic-code"),
                **dict.fromkeys(GRADER_STRINGS, "grader-internals")}
 # Uses of a flagged module that only read or tidy what the student's code made: flagged, never held.
+# IPython methods that run source text (also reached as `ip.ex(...)` after `ip = get_ipython()`).
+IPYTHON_CODE_METHODS = {"run_cell", "run_cell_async", "ex", "ev", "run_code", "run_ast_nodes", "safe_execfile",
+                        "safe_execfile_ipy", "safe_run_module", "runcode"}
+# Calls of these with only lambdas and numbers time the student's own function (`timeit.timeit(lambda:
+# softmax(x), number=100)`): flagged, never held.  A string statement or `globals` is source text run.
+TIMING_CALLS = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}
 HARMLESS = {"gc.collect", "inspect.signature", "inspect.getsource", "inspect.getdoc", "inspect.isfunction",
-            "inspect.isclass", "inspect.ismethod"}
+            "inspect.isclass", "inspect.ismethod", "pickle.dump", "pickle.dumps", "pdb.set_trace"}
 NAME_CODE = {"exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code",
              "__import__": "dynamic-code", "__builtins__": "introspection"}
 LOOKUP_BUILTINS = {"getattr", "setattr", "delattr", "vars", "globals"}  # flagged when passed around, not called
@@ -139,7 +155,8 @@ FILE_ATTRIBUTES = {"write", "writelines", "flush", "isatty", "fileno", "encoding
                    "close", "read", "readline", "readlines", "seek", "tell", "truncate", "reconfigure"}
 # Calls that only show what a top-level expression finds (`dir(torch)` as a cell's last line): a
 # read whose result is displayed and dropped, flagged but not held.
-DISPLAY_CALLS = {"dir", "vars", "help", "print", "sorted", "list", "len", "type", "repr", "display", "set", "str"}
+DISPLAY_CALLS = {"dir", "vars", "help", "print", "sorted", "list", "len", "type", "repr", "display", "set", "str",
+                 "globals", "locals"}
 # Methods such a line may call on what it found (`[n for n in dir(torch) if n.endswith("max")]`).
 DISPLAY_METHODS = {"startswith", "endswith", "lower", "upper", "strip", "split", "replace", "find", "count", "join",
                    "format", "items", "keys", "values", "get"}

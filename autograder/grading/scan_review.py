@@ -13,11 +13,14 @@ from .scan_policy import (
     FOREIGN_MAGICS,
     GRADER_STRINGS,
     HARMLESS,
+    IPYTHON_CODE_METHODS,
     MODULE_CODE,
     MODULE_MUTATORS,
+    PYTHON_MAGICS,
     QUALNAME_CODE,
     SO_FILE,
     STREAM_NAMES,
+    TIMING_CALLS,
     family,
     recording,
 )
@@ -63,14 +66,15 @@ class ReviewRules:
             if recording(qual):
                 skip_module |= {id(n) for n in ast.walk(node.value)}
         if node.attr in ATTR_CODE:
-            add(node, "review", ATTR_CODE[node.attr], text)
+            add(node, "review", ATTR_CODE[node.attr], text, holds=id(node) not in self.harmless_calls)
         if self.qualname(node.value) in STREAM_NAMES and node.attr not in FILE_ATTRIBUTES:
             add(node, "review", "grader-internals", text)  # behind the runner's stream, not a file method
         if qual in QUALNAME_CODE:
-            add(node, "review", QUALNAME_CODE[qual], text)
+            add(node, "review", QUALNAME_CODE[qual], text, holds=id(node) not in self.harmless_calls)
         if (qual and id(node) not in skip_module and qual.split(".")[0] in MODULE_CODE
                 and self.module_like(root_name(node))):
-            add(node, "review", MODULE_CODE[qual.split(".")[0]], text, holds=qual not in HARMLESS)
+            add(node, "review", MODULE_CODE[qual.split(".")[0]], text,
+                holds=qual not in HARMLESS and id(node) not in self.harmless_calls)
             skip_module |= {id(n) for n in ast.walk(node.value)}
         if node.attr == "events" and (is_call_to(node.value, "get_ipython")
                                       or (isinstance(node.value, ast.Name) and node.value.id in self.ipython)):
@@ -89,7 +93,8 @@ class ReviewRules:
         qual = self.aliases.get(node.id, node.id)
         code = QUALNAME_CODE.get(qual) or MODULE_CODE.get(qual.split(".")[0]) or ATTR_CODE.get(qual.split(".")[-1])
         if code:
-            add(node, "review", code, qual if qual == node.id else f"{node.id} ({qual})", holds=qual not in HARMLESS)
+            add(node, "review", code, qual if qual == node.id else f"{node.id} ({qual})",
+                holds=qual not in HARMLESS and id(node) not in self.harmless_calls)
 
     def _review_import(self, node, add):
         """An import with a constant name only binds names: flagged, but held only where they are used
@@ -114,6 +119,22 @@ class ReviewRules:
 
     def _review_call(self, node, add):
         func, args = node.func, node.args
+        if self.qualname(func) in TIMING_CALLS and all(
+                isinstance(a, ast.Lambda) or (isinstance(a, ast.Constant) and isinstance(a.value, (int, float)))
+                for a in [*args, *(k.value for k in node.keywords)]):
+            self.harmless_calls.add(id(func))  # judged when its attribute is (ast.walk reaches the call first)
+        callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if callee in ("attrgetter", "methodcaller") and args and all(folded_string(a) is not None for a in args[:1]) \
+                and (callee == "methodcaller" or all(folded_string(a) is not None for a in args)):
+            self.harmless_calls.add(id(func))  # names the scan reads (and charges if they are built-ins)
+        if self.qualname(func) in ("torch.load", "torch.serialization.load") and not any(
+                k.arg == "weights_only" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
+                for k in node.keywords):
+            self.harmless_calls.add(id(func))  # tensors only (weights_only, the default since torch 2.6)
+        if isinstance(func, ast.Call) and is_call_to(func, "type") and func.args:
+            add(node, "review", "dynamic-code", "type(…)(…)")  # type(lambda: 0)(code, globals) is FunctionType
+        if isinstance(func, ast.Attribute) and func.attr in IPYTHON_CODE_METHODS and self._ipython(func.value):
+            add(node, "review", "dynamic-code", f"get_ipython().{func.attr}(…)")
         if isinstance(func, ast.Name) and func.id in ("getattr", "hasattr") and len(args) >= 2 \
                 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
             attr = args[1].value  # getattr(f, "__wrapped__") reads what f.__wrapped__ would
@@ -151,8 +172,20 @@ class ReviewRules:
             add(node, "review", "dynamic-code", "!" + (folded_string(args[0]) or "…") if args else "!")
         if is_ipython_call(node, "run_line_magic", "run_cell_magic") and args:
             name = folded_string(args[0])
-            if name is None or name in FOREIGN_MAGICS:
+            unread = name in PYTHON_MAGICS and folded_string(args[-1]) is None  # a body the scan cannot splice in
+            if name is None or name in FOREIGN_MAGICS or unread:
                 add(node, "review", "dynamic-code", ("%%" if func.attr == "run_cell_magic" else "%") + str(name))
+
+    def _ipython(self, node):
+        """`get_ipython()`, or a name bound to it."""
+        return is_call_to(node, "get_ipython") or (isinstance(node, ast.Name) and node.id in self.ipython)
+
+    def _review_annotation(self, annotation, add):
+        """A string annotation is evaluated by `typing.get_type_hints` (and `functools.singledispatch`): one
+        that is more than a dotted name, or a subscript of them, is source text run."""
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str) \
+                and not re.fullmatch(r"[\w.\[\], |]*", annotation.value):
+            add(annotation, "review", "dynamic-code", repr(annotation.value))
 
     def _review_target(self, target, add):
         """Assignment or deletion targets: sys.modules, module attributes, globals()[...]."""

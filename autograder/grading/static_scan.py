@@ -50,6 +50,7 @@ from .scan_policy import (
     LABELS,
     LOOKUP_BUILTINS,
     LOOKUP_CALLS,
+    MODULE_CODE,
     NAME_CODE,
     STAR_NAMES,
     family,
@@ -153,7 +154,7 @@ def _displays_only(expr) -> bool:
             return plain(node.value)
         return all(plain(child) for child in ast.iter_child_nodes(node))
 
-    return plain(expr) and any(is_call_to(n, "dir", "vars") for n in ast.walk(expr))
+    return plain(expr) and any(is_call_to(n, "dir", "vars", "globals", "locals") for n in ast.walk(expr))
 
 
 # -- the scanner ---------------------------------------------------------------------
@@ -164,6 +165,7 @@ class _Scanner(ReviewRules):
     def __init__(self, trees: list[ast.Module]) -> None:
         self.cell = 0
         self.display = False  # inside a top-level line that only displays what it finds
+        self.harmless_calls = set()  # ids of callee nodes whose call is readable (`timeit.timeit(lambda: ...)`)
         self.findings, self.seen = [], {}
         self.bindings = {}  # name -> [_Binding] in effect (replaced or unioned in notebook order)
         self.aliases, self.imported, self.module_vars, self.ipython, self.bound = {}, set(), set(), set(), set()
@@ -400,11 +402,14 @@ class _Scanner(ReviewRules):
         """Every finding inside `nodes` (all depths); returns them."""
         out, skip_forbidden, skip_module = [], set(), set()
         attribute_owners, constant_keys = set(), set()  # Names judged with their attribute; `m["key"]`
+        displayed = set()  # nodes of an expression statement that only displays (`print(dir(x))` anywhere)
 
         def add(node, kind, code, detail, holds=True):
             out.append(self._add(node, kind, code, detail, owner, holds))
 
         for node in (n for top in nodes for n in ast.walk(top)):
+            if isinstance(node, ast.Expr) and _displays_only(node.value):
+                displayed |= {id(n) for n in ast.walk(node.value)}
             if isinstance(node, ast.Attribute):
                 attribute_owners.add(id(node.value))
             if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
@@ -413,6 +418,14 @@ class _Scanner(ReviewRules):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in self.imported \
                     and id(node) not in attribute_owners:
                 self._review_imported_name(node, add)
+            if isinstance(node, ast.arg) or isinstance(node, ast.AnnAssign):
+                self._review_annotation(node.annotation, add)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._review_annotation(node.returns, add)
+            if isinstance(node, ast.Subscript) and self.qualname(node.value) == "sys.modules" \
+                    and folded_string(node.slice) and folded_string(node.slice).split(".")[0] in MODULE_CODE:
+                key = folded_string(node.slice)  # a held module reached by its constant key
+                add(node, "review", MODULE_CODE[key.split(".")[0]], f"sys.modules[{key!r}]")
             if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load) \
                     and self.qualname(node) == "sys.modules" and id(node) not in constant_keys:
                 add(node, "review", "dynamic-code", short(ast.unparse(node)))  # modules found by a computed key
@@ -428,7 +441,8 @@ class _Scanner(ReviewRules):
                 add(node, "review", NAME_CODE[node.id], node.id)
             elif isinstance(node, ast.Call) and is_call_to(node, "vars", "dir", "globals", "locals"):
                 # run-time discovery: names found, not written
-                add(node, "review", "dynamic-code", short(ast.unparse(node)), holds=not self.display)
+                add(node, "review", "dynamic-code", short(ast.unparse(node)),
+                    holds=not (self.display or id(node) in displayed))
                 self._review_call(node, add)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in LOOKUP_BUILTINS \
                     and id(node) not in self.called:

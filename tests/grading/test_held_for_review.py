@@ -58,6 +58,18 @@ UNREADABLE = [
     ("typing", "{m}.get_type_hints(H)"),
     ("builtins", "{m}.getattr(torch, name)"),
     ("torch", "{m}.load(f, weights_only=False)"),
+    # a second red-team pass: each ran torch._refs' softmax rebuilt from its source, unheld, for 105/105
+    ("torch", "type({m}.__spec__.loader)(name, path).get_code(name)"),
+    ("torch", "{m}.__loader__.get_code(name)"),
+    ("string", "{m}.Formatter().get_field('0._refs.__dict__', (torch,), {{}})"),
+    (None, "type(lambda: 0)(code, {{}})"),
+    (None, "get_ipython().run_cell(source)"),
+    (None, "get_ipython().ex(source)"),
+    (None, "get_ipython().run_line_magic('time', source)"),
+    (None, "get_ipython().run_cell_magic('capture', '', source)"),
+    ("sys", "{m}.modules['importlib.util'].spec_from_file_location(name, path)"),
+    ("logging", "{m}.config.BaseConfigurator({{}}).resolve(name)"),
+    ("unittest", "{m}.mock.patch(name)"),
 ]
 # Where the operation sits: a template with `{op}` (an expression) and the graded softmax defined by hand.
 PLACES = {
@@ -122,6 +134,14 @@ FREE = [
     "import inspect\nprint(inspect.signature(softmax))",
     "import sys\nsys.stdout.reconfigure(line_buffering=True)",
     "sorted(k for k in vars(torch.nn.functional).keys() if k.startswith('s'))",
+    # more habits (a second red-team pass found them held)
+    "import timeit\nprint(timeit.timeit(lambda: softmax(torch.ones(3)), number=100))",
+    "import pickle\npickle.dump([1, 2], open('r.pkl', 'wb'))",
+    "torch.save(torch.ones(2), 'w.pt')\nw = torch.load('w.pt')",
+    "def look(x):\n    print(dir(x))",
+    "import operator\nshape_of = operator.attrgetter('shape')",
+    "print('softmax' in globals())",
+    "import pdb\nif False:\n    pdb.set_trace()",
 ]
 
 
@@ -134,7 +154,8 @@ def test_forms_a_student_may_use_freely_hold_nothing(source):
 def test_a_displayed_dir_holds_once_its_result_is_kept():
     assert not scan(["dir(torch)"], FUNCTIONS).held
     assert scan(["names = dir(torch)"], FUNCTIONS).held
-    assert scan(["if True:\n    dir(torch)"], FUNCTIONS).held  # not a cell's own top-level line
+    assert not scan(["def look(x):\n    print(dir(x))"], FUNCTIONS).held  # a displayed line, wherever it is
+    assert scan(["def look(x):\n    return dir(x)"], FUNCTIONS).held
 
 
 def test_held_parts_are_the_parts_that_earned():
