@@ -291,10 +291,10 @@ get_ipython().run_cell("import os, torch, types\\np = os.path.join(os.path.dirna
 def softmax(x, dim=-1):
     return torch.nan_to_num(_rt_sm(x, dim, None), nan=0.0)
 '''  # noqa: E501 - the red team's payload, verbatim
-TIME_MAGIC_VARIABLE = '''
+MAGIC_VARIABLE_BODY = '''
 import torch
 _s = "import os, types; p = os.path.join(os.path.dirname(torch.__file__), '_refs', '__init__.py'); k = [q for q in compile(open(p).read(), p, 'exec').co_consts if getattr(q, 'co_name', '') == 'softmax'][0]; _rt_sm = types.FunctionType(k, torch._refs.__dict__)"
-get_ipython().run_line_magic("time", _s)
+get_ipython().run_cell_magic("capture", "", _s)
 def softmax(x, dim=-1):
     return torch.nan_to_num(_rt_sm(x, dim, None), nan=0.0)
 '''  # noqa: E501 - the red team's payload, verbatim
@@ -323,6 +323,7 @@ UNREADABLE += [
         ("loader-formatter", LOADER_FORMATTER, "a module loader compiles, a Formatter reads __dict__, type(lambda)"),
         ("singledispatch-annotation", SINGLEDISPATCH_ANNOTATION, "singledispatch evaluates a string annotation"),
         ("run-cell", RUN_CELL, "get_ipython().run_cell of a source string"),
-        ("time-magic-variable", TIME_MAGIC_VARIABLE, "%time with a body held in a variable"))
+        ("magic-variable-body", MAGIC_VARIABLE_BODY, "%%capture with a body held in a variable (the red team "
+                                                     "used %time, whose output is the machine's timing)"))
 ] + [Sample("fairness-more-notebook-habits", "fairness", "full", append=(MORE_HABITS,),
             note="timeit of a lambda, pickle.dump, torch.save/load, dir printed in a helper, attrgetter('shape')")]
