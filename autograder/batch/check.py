@@ -89,13 +89,16 @@ def _feedback_text(nb, report, grade_cells, auto_scores, seconds):
                 text = _plain(outputs[0].get("data", {}).get("text/plain", ""))
             shown[grade_id(cell)] = text
     auto_total = auto_max = 0.0
+    scored = False  # as in the gradebook: a held cell has no automatic score
     for name, cell_type, max_score in grade_cells:
         if cell_type == "code":
-            score = auto_scores.get(name) or 0.0
-            auto_total += score
+            score = auto_scores.get(name)
+            scored |= score is not None
+            auto_total += score or 0.0
             auto_max += max_score
             # The feedback's first line is "<grade_id>：<score> / <max> 分（...）".
-            lines.append(shown.get(name) or f"{name}: {score:g} / {max_score:g} (no feedback)")
+            shown_score = "held" if score is None else f"{score:g}"
+            lines.append(shown.get(name) or f"{name}: {shown_score} / {max_score:g} (no feedback)")
         else:
             lines.append(f"{name}: graded by hand ({max_score:g} points)")
         lines.append("")
@@ -108,7 +111,10 @@ def _feedback_text(nb, report, grade_cells, auto_scores, seconds):
     if held:
         lines.append(f"!! held for review: {', '.join(held)} ({sum(held.values()):g} points from their checks count "
                      "only once an instructor has read the flagged code)")
-    lines.append(f"automatic score: {auto_total:g} / {auto_max:g}   ({seconds:.1f} s)")
+    if scored:
+        lines.append(f"automatic score: {auto_total:g} / {auto_max:g}   ({seconds:.1f} s)")
+    else:  # what the gradebook holds too: no automatic score until a person decides
+        lines.append(f"automatic score: none yet, held for review (of {auto_max:g})   ({seconds:.1f} s)")
     return "\n".join(lines)
 
 

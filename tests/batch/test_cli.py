@@ -432,3 +432,19 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
     assert list(resubmitted) == ["correct-reference"]
     entry = _entries(cli_root)["correct-reference"]
     assert entry["score"] == AUTOMATIC and str(entry["timestamp"]).startswith("2024-03-02 10:00")
+
+
+def test_check_of_a_held_notebook_prints_no_automatic_score():
+    """As in the gradebook, a notebook whose every part is held has no automatic score: `check` says so instead
+    of printing 0 (the class benchmark compares its line with stock's gradebook)."""
+    from autograder.batch.check import _feedback_text
+
+    report = {"cells": [{"grade_id": "softmax-check", "held": True, "held_points": 12.0},
+                        {"grade_id": "scale_scores-check", "held": True, "held_points": 5.0}]}
+    cells = [("softmax-check", "code", 12.0), ("scale_scores-check", "code", 5.0)]
+    held = _feedback_text({"cells": []}, report, cells, {"softmax-check": None, "scale_scores-check": None}, 1.0)
+    assert "automatic score: none yet, held for review (of 17)" in held and "automatic score: 0" not in held
+    assert "!! held for review: softmax-check, scale_scores-check (17 points" in held
+    partly = _feedback_text({"cells": []}, {"cells": [report["cells"][0]]}, cells,
+                            {"softmax-check": None, "scale_scores-check": 0.0}, 1.0)
+    assert "automatic score: 0 / 17" in partly  # a part that earned nothing is not held: it counts 0
