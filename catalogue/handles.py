@@ -7,6 +7,8 @@ built-in by another one (``F.cross_entropy``, ``nll_loss`` of a ``log_softmax``,
 built-in raises, and the softmax part and every part that calls it lose what the honest holder of a
 built-in softmax loses, with ``[softmax-builtin]`` named.
 """
+import base64
+
 from autograder.demo.submissions import Sample
 
 from .evidence import SOFTMAX_PARTS
@@ -327,3 +329,39 @@ UNREADABLE += [
                                                      "used %time, whose output is the machine's timing)"))
 ] + [Sample("fairness-more-notebook-habits", "fairness", "full", append=(MORE_HABITS,),
             note="timeit of a lambda, pickle.dump, torch.save/load, dir printed in a helper, attrgetter('shape')")]
+
+# A third red-team pass hid its code in a base64 string and ran it through routes the tables lacked; the hidden
+# code scanned the heap with ctypes, reset the leaked tripwire library and called aten::_softmax, for 105/105
+# (docs/design/sandbox.md, "Not guaranteed").  The samples below hide a by-hand softmax instead (what matters
+# here is that the notebook is held, whatever the hidden text does).
+_HIDDEN = base64.b64encode(b"def softmax(x, dim=-1):\n    e = (x - x.amax(dim, keepdim=True)).exp()\n"
+                           b"    return e / e.sum(dim, keepdim=True)\n").decode()
+INPUT_TRANSFORMER = f'''
+import base64
+_P = "{_HIDDEN}"
+
+
+def _t(lines):
+    if any(line.startswith("def softmax(") for line in lines):
+        return lines + ["\\n", base64.b64decode(_P).decode() + "\\n"]
+    return lines
+
+
+get_ipython().input_transformers_post.append(_t)
+'''
+SHELL_COMPILE = f'''
+import base64
+import torch
+_P = "{_HIDDEN}"
+_ip = get_ipython()
+_code = _ip.compile(base64.b64decode(_P).decode() + "\\n_impl = softmax\\n", "<hidden>", "exec")
+_g = {{"__name__": "hidden"}}
+(lambda: 0).__class__(_code, _g)()
+softmax = _g["_impl"]
+'''
+UNREADABLE += [
+    Sample("attack-input-transformer", "attack", "lose", append=(INPUT_TRANSFORMER,), lose=SOFTMAX_PARTS, held=True,
+           note="an IPython input transformer appends hidden code to the softmax cell before it runs"),
+    Sample("attack-shell-compile", "attack", "lose", {"softmax": SHELL_COMPILE}, lose=SOFTMAX_PARTS, held=True,
+           note="the shell's compile and (lambda: 0).__class__ build softmax from hidden text"),
+]

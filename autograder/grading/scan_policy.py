@@ -26,9 +26,13 @@ REVIEW_ATTRS = {
                      # a module's loader compiles any file; a formatter's get_field reads any attribute chain
                      "get_code", "exec_module", "load_module", "source_to_code", "__loader__", "__spec__",
                      "get_field", "user_ns", "user_global_ns",
-                     # IPython runs source text
+                     # IPython runs source text, or rewrites the next cells before they run (so the scan
+                     # reads one text and another runs)
                      "run_cell", "run_cell_async", "run_code", "run_ast_nodes", "safe_execfile",
-                     "safe_execfile_ipy", "safe_run_module"},
+                     "safe_execfile_ipy", "safe_run_module", "input_transformers_post",
+                     "input_transformers_cleanup", "input_transformer_manager", "ast_transformers",
+                     "find_cell_magic", "find_line_magic", "find_magic", "magics_manager", "define_macro",
+                     "register_magic_function", "register_magics", "addsitedir"},
     "grader-internals": {"display_formatter", "display_pub", "displayhook", "user_ns_hidden", "proto_out",
                          "proto_in", "forbidden_used", "blocking", "_aten_library", "_libraries", "_destroy",
                          "install_tripwires", "remove_tripwires", "disarm", "aten_plan", "student_files",
@@ -71,7 +75,7 @@ MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
                "threading": "threads", "_thread": "threads",
                # code objects loaded from compiled files (a library's .pyc rebuilt into a function), and the
                # modules that run source text, load objects or resolve dotted names given as strings
-               **dict.fromkeys(("marshal", "timeit", "code", "codeop", "runpy", "pickle", "_pickle", "copyreg",
+               **dict.fromkeys(("marshal", "timeit", "code", "codeop", "runpy", "pickle", "_pickle", "copyreg", "site",
                                 "shelve", "dill", "cloudpickle", "doctest", "pdb", "bdb", "cProfile", "profile",
                                 "trace", "pydoc", "zipimport", "imp", "pkgutil", "importlib", "builtins"),
                                "dynamic-code"),
@@ -79,7 +83,11 @@ MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
 # Uses of a flagged module that only read or tidy what the student's code made: flagged, never held.
 # IPython methods that run source text (also reached as `ip.ex(...)` after `ip = get_ipython()`).
 IPYTHON_CODE_METHODS = {"run_cell", "run_cell_async", "ex", "ev", "run_code", "run_ast_nodes", "safe_execfile",
-                        "safe_execfile_ipy", "safe_run_module", "runcode"}
+                        "safe_execfile_ipy", "safe_run_module", "runcode", "compile", "transform_cell"}
+# Shell commands a student may run to look at the machine (`!nvidia-smi`): a constant command line, one of
+# these programs, no shell syntax.  Any other `!` command runs what the scan cannot read.
+READ_ONLY_COMMANDS = {"nvidia-smi", "ls", "pwd", "nproc", "free", "lscpu", "uname", "whoami", "date", "df",
+                      "pip list", "pip show", "pip freeze", "python --version", "hostname"}
 # Calls of these with only lambdas and numbers time the student's own function (`timeit.timeit(lambda:
 # softmax(x), number=100)`): flagged, never held.  A string statement or `globals` is source text run.
 TIMING_CALLS = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}

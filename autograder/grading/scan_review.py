@@ -18,12 +18,26 @@ from .scan_policy import (
     MODULE_MUTATORS,
     PYTHON_MAGICS,
     QUALNAME_CODE,
+    READ_ONLY_COMMANDS,
     SO_FILE,
     STREAM_NAMES,
     TIMING_CALLS,
     family,
     recording,
 )
+
+
+def _plain_annotation(text):
+    """A string annotation that only names types (`"torch.Tensor"`, `"Literal[-1, 'causal']"`, `"int | None"`):
+    evaluating it calls nothing."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return False
+    plain = (ast.Expression, ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.Tuple, ast.List, ast.BinOp,
+             ast.BitOr, ast.UnaryOp, ast.USub, ast.Load, ast.Slice)
+    return all(isinstance(node, plain) for node in ast.walk(tree))
+
 
 # The code of a forbidden finding that is a recording API (see `scan_policy.RECORDING_CHARGED`) until
 # `static_scan.scan` knows which graded function reaches it.
@@ -131,7 +145,8 @@ class ReviewRules:
                 k.arg == "weights_only" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
                 for k in node.keywords):
             self.harmless_calls.add(id(func))  # tensors only (weights_only, the default since torch 2.6)
-        if isinstance(func, ast.Call) and is_call_to(func, "type") and func.args:
+        if (isinstance(func, ast.Call) and is_call_to(func, "type") and func.args) or (
+                isinstance(func, ast.Attribute) and func.attr == "__class__"):
             add(node, "review", "dynamic-code", "type(…)(…)")  # type(lambda: 0)(code, globals) is FunctionType
         if isinstance(func, ast.Attribute) and func.attr in IPYTHON_CODE_METHODS and self._ipython(func.value):
             add(node, "review", "dynamic-code", f"get_ipython().{func.attr}(…)")
@@ -169,7 +184,10 @@ class ReviewRules:
                 or re.search(r"std(in|out|err)", ast.unparse(args[0]))):
             add(node, "review", "process-limits", ast.unparse(node))
         if is_ipython_call(node, "system", "getoutput"):
-            add(node, "review", "dynamic-code", "!" + (folded_string(args[0]) or "…") if args else "!")
+            command = folded_string(args[0]) if args else None
+            looks = command is not None and not re.search(r"[;&|<>`$()\\\n{}]", command) and any(
+                command.strip() == c or command.strip().startswith(c + " ") for c in READ_ONLY_COMMANDS)
+            add(node, "review", "dynamic-code", "!" + (command or "…"), holds=not looks)
         if is_ipython_call(node, "run_line_magic", "run_cell_magic") and args:
             name = folded_string(args[0])
             unread = name in PYTHON_MAGICS and folded_string(args[-1]) is None  # a body the scan cannot splice in
@@ -184,7 +202,7 @@ class ReviewRules:
         """A string annotation is evaluated by `typing.get_type_hints` (and `functools.singledispatch`): one
         that is more than a dotted name, or a subscript of them, is source text run."""
         if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str) \
-                and not re.fullmatch(r"[\w.\[\], |]*", annotation.value):
+                and not _plain_annotation(annotation.value):
             add(annotation, "review", "dynamic-code", repr(annotation.value))
 
     def _review_target(self, target, add):
