@@ -69,7 +69,8 @@ WORKER_TMP_PREFIX = "sdpa-worker-"  # + the pid of the sdpa-course process that 
 
 
 def remove_stale_worker_dirs() -> None:
-    """Remove the worker dirs of `sdpa-course` runs that were killed (their process is gone).
+    """Remove the worker dirs (and sandbox-probe dirs) of `sdpa-course` runs that were killed (their
+    process is gone).
 
     Only our own dirs (same owner), and only when the owning pid is dead; a
     reused pid keeps its dirs until a later run, which is harmless.
@@ -79,10 +80,13 @@ def remove_stale_worker_dirs() -> None:
         names = os.listdir(top)
     except OSError:
         return
+    from ..sandbox.launcher import PROBE_TMP_PREFIX
+
     for name in names:
-        if not name.startswith(WORKER_TMP_PREFIX):
+        prefix = next((p for p in (WORKER_TMP_PREFIX, PROBE_TMP_PREFIX) if name.startswith(p)), None)
+        if prefix is None:
             continue
-        pid = name[len(WORKER_TMP_PREFIX):].split("-", 1)[0]
+        pid = name[len(prefix):].split("-", 1)[0]
         path = os.path.join(top, name)
         try:
             if not pid.isdigit() or os.stat(path).st_uid != os.geteuid():

@@ -170,7 +170,7 @@ def probe() -> SandboxStatus:
     if "--perms" not in info[2]:
         return SandboxStatus(False, _NO_SANDBOX, f"{version} is too old (need >= 0.5)")
     try:
-        with tempfile.TemporaryDirectory(prefix="sandbox-probe-") as scratch:
+        with tempfile.TemporaryDirectory(prefix=f"{PROBE_TMP_PREFIX}{os.getpid()}-") as scratch:
             cmd, _, home, tmp = _isolated_command([sys.executable, "-S", "-c", ""], scratch, (), Limits(), info)
             done = subprocess.run(cmd, env=_environment(home, tmp, None), cwd="/", stdin=subprocess.DEVNULL,
                                   capture_output=True, text=True, timeout=60)
@@ -180,6 +180,9 @@ def probe() -> SandboxStatus:
         detail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return SandboxStatus(False, _NO_SANDBOX, f"{version} cannot create the sandbox: {detail}")
     return SandboxStatus(True, version, "")
+
+
+PROBE_TMP_PREFIX = "sandbox-probe-"  # + the pid of the probing process + "-": a killed probe's dir is removable
 
 
 def sandboxed_popen(argv: list[str], *, scratch: os.PathLike, readonly: Sequence[os.PathLike] = (),

@@ -158,3 +158,21 @@ def test_sigkill_of_the_whole_run_at_several_points_then_resume(released, tmp_pa
     assert _notebooks(root) == _notebooks(clean_root), seed
     assert not (root / "autograded" / importer.STAGING).exists()
     assert os.listdir(scratch) == []  # the killed runs' worker dirs, removed by the next run
+
+
+def test_the_next_run_removes_what_killed_runs_left_in_tmp(tmp_path, monkeypatch):
+    """A worker's dir and a sandbox probe's dir of a dead process are removed; a live process's are kept."""
+    import tempfile
+
+    from autograder.batch import local_workers
+    from autograder.sandbox import launcher
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    names = [f"{local_workers.WORKER_TMP_PREFIX}{dead}-a", f"{launcher.PROBE_TMP_PREFIX}{dead}-b",
+             f"{launcher.PROBE_TMP_PREFIX}{os.getpid()}-c", "unrelated"]
+    for name in names:
+        (tmp_path / name).mkdir()
+    local_workers.remove_stale_worker_dirs()
+    assert sorted(os.listdir(tmp_path)) == sorted(names[2:])
