@@ -72,14 +72,19 @@ _ = gettext
 
 
 @functools.lru_cache(maxsize=None)
-def catalog(locale: str) -> dict:
-    """{message id: translation} of one locale's catalog (fuzzy and empty entries left out)."""
+def _read(locale: str):
+    """One locale's catalog as Babel reads it (once per process)."""
     from babel.messages.pofile import read_po
 
     path = LOCALE_DIR / locale / "LC_MESSAGES" / f"{DOMAIN}.po"
     with path.open("rb") as handle:
-        entries = read_po(handle, locale=locale)
-    return {m.id: m.string for m in entries if m.id and m.string and not m.fuzzy and isinstance(m.id, str)}
+        return read_po(handle, locale=locale)
+
+
+@functools.lru_cache(maxsize=None)
+def catalog(locale: str) -> dict:
+    """{message id: translation} of one locale's catalog (fuzzy and empty entries left out)."""
+    return {m.id: m.string for m in _read(locale) if m.id and m.string and not m.fuzzy and isinstance(m.id, str)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,10 +92,6 @@ def plurals(locale: str) -> tuple[dict, object]:
     """({(singular, plural): forms} of one locale's catalog, its plural rule: n -> index of the form)."""
     import gettext as stdlib_gettext
 
-    from babel.messages.pofile import read_po
-
-    path = LOCALE_DIR / locale / "LC_MESSAGES" / f"{DOMAIN}.po"
-    with path.open("rb") as handle:
-        entries = read_po(handle, locale=locale)
+    entries = _read(locale)
     forms = {tuple(m.id): tuple(m.string) for m in entries if isinstance(m.id, (tuple, list)) and not m.fuzzy}
     return forms, stdlib_gettext.c2py(entries.plural_expr)
