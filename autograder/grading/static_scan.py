@@ -69,8 +69,8 @@ class Finding:
     detail: str        # what was seen, e.g. "torch.nn.functional.softmax", "gc.get_objects"
     binding: str | None  # top-level name whose body/RHS contains it, None for bare top-level code
     # review: whether it holds the notebook's points until a person has read it (`ScanResult.held`).
-    # False for a constant import (its names are judged where they are used) and for a top-level line
-    # that only displays what `dir`/`vars` find.
+    # False for a constant import (its names are judged where they are used) and for a line that only
+    # displays what `dir`/`vars` find.
     holds: bool = True
 
 
@@ -139,7 +139,7 @@ def scan(sources: list[str], functions: Iterable[str]) -> ScanResult:
 
 
 def _displays_only(expr) -> bool:
-    """A top-level expression that only shows what `dir`/`vars` find: `dir(torch)`, `print(sorted(vars(m)))`,
+    """An expression statement that only shows what `dir`/`vars` find: `dir(torch)`, `print(sorted(vars(m)))`,
     `[n for n in dir(torch) if "max" in n]`.  Reads, compares and string methods only: no other call, no
     walrus (it would bind a name), no lambda."""
     def plain(node):
@@ -164,7 +164,6 @@ class _Scanner(ReviewRules):
 
     def __init__(self, trees: list[ast.Module]) -> None:
         self.cell = 0
-        self.display = False  # inside a top-level line that only displays what it finds
         self.harmless_calls = set()  # ids of callee nodes whose call is readable (`timeit.timeit(lambda: ...)`)
         self.findings, self.seen = [], {}
         self.bindings = {}  # name -> [_Binding] in effect (replaced or unioned in notebook order)
@@ -288,12 +287,6 @@ class _Scanner(ReviewRules):
         """Record one top-level statement (compound ones: their bodies count as top level, conditionally)."""
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             return self._import(stmt, conditional)
-        if isinstance(stmt, ast.Expr) and not conditional and _displays_only(stmt.value):
-            self.display = True
-            try:
-                return self._bind([stmt], [], [], conditional)
-            finally:
-                self.display = False
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return self._bind([stmt], [stmt.name], [], conditional)
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -418,14 +411,13 @@ class _Scanner(ReviewRules):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in self.imported \
                     and id(node) not in attribute_owners:
                 self._review_imported_name(node, add)
-            if isinstance(node, ast.arg) or isinstance(node, ast.AnnAssign):
+            if isinstance(node, (ast.arg, ast.AnnAssign)):
                 self._review_annotation(node.annotation, add)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._review_annotation(node.returns, add)
-            if isinstance(node, ast.Subscript) and self.qualname(node.value) == "sys.modules" \
-                    and folded_string(node.slice) and folded_string(node.slice).split(".")[0] in MODULE_CODE:
-                key = folded_string(node.slice)  # a held module reached by its constant key
-                add(node, "review", MODULE_CODE[key.split(".")[0]], f"sys.modules[{key!r}]")
+            key = folded_string(node.slice) if isinstance(node, ast.Subscript) else None
+            if key and key.split(".")[0] in MODULE_CODE and self.qualname(node.value) == "sys.modules":
+                add(node, "review", MODULE_CODE[key.split(".")[0]], f"sys.modules[{key!r}]")  # a held module
             if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load) \
                     and self.qualname(node) == "sys.modules" and id(node) not in constant_keys:
                 add(node, "review", "dynamic-code", short(ast.unparse(node)))  # modules found by a computed key
@@ -441,8 +433,7 @@ class _Scanner(ReviewRules):
                 add(node, "review", NAME_CODE[node.id], node.id)
             elif isinstance(node, ast.Call) and is_call_to(node, "vars", "dir", "globals", "locals"):
                 # run-time discovery: names found, not written
-                add(node, "review", "dynamic-code", short(ast.unparse(node)),
-                    holds=not (self.display or id(node) in displayed))
+                add(node, "review", "dynamic-code", short(ast.unparse(node)), holds=id(node) not in displayed)
                 self._review_call(node, add)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in LOOKUP_BUILTINS \
                     and id(node) not in self.called:
