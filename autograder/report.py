@@ -123,8 +123,7 @@ def collect(course: Union[str, os.PathLike], assignment: str = ASSIGNMENT, nbgra
             row.events = sum(len(r.get("events", [])) for r in report.values() if r)
             row.review = [dict(note, notebook=name) for name, r in report.items() if r
                           for note in r.get("review", []) if isinstance(note, dict)]
-            row.held = sum(c.get("held_points") or 0.0 for r in report.values() if r for c in r.get("cells", [])
-                           if isinstance(c, dict) and c.get("held"))
+            row.held = sum(sum(record.held_points(r).values()) for r in report.values() if r)
             isolated = [r.get("sandbox", {}).get("isolated") for r in report.values() if r]
             row.isolated = all(isolated) if isolated else None
             codes = []

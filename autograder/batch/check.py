@@ -107,7 +107,7 @@ def _feedback_text(nb, report, grade_cells, auto_scores, seconds):
     sandbox = report.get("sandbox", {})
     if sandbox and not sandbox.get("isolated"):
         lines.append(f"!! the code ran WITHOUT sandbox isolation ({sandbox.get('mechanism')})")
-    held = {c["grade_id"]: c.get("held_points") or 0.0 for c in report.get("cells", []) if c.get("held")}
+    held = record.held_points(report)
     if held:
         lines.append(f"!! held for review: {', '.join(held)} ({sum(held.values()):g} points from their checks count "
                      "only once an instructor has read the flagged code)")

@@ -114,11 +114,15 @@ def _where(note):
                                                         detail=note.get("detail"))
 
 
+def flagged_lines(notes, most=3) -> str:
+    """The first `most` flagged lines of `notes` (review notes), and how many there are in all."""
+    shown = _("；").join(_where(n) for n in notes[:most])
+    return shown + (_("等 {n} 处").format(n=len(notes)) if len(notes) > most else "")
+
+
 def _event_text(event):
     if event.get("kind") == "Held":
-        notes = event.get("notes", [])
-        where = _("；").join(_where(n) for n in notes[:3]) + (_("等 {n} 处").format(n=len(notes)) if len(notes) > 3
-                                                              else "")
+        where = flagged_lines(event.get("notes", []))
         return _("隐藏检查给出 {points} 分，但评分程序读不懂你代码里的 {where}：助教读过这些代码之前，"
                  "这一部分的分数不计入（不是扣分）。").format(points=f"{event.get('points', 0):g}", where=where)
     if event.get("kind") == "NeedsReview":

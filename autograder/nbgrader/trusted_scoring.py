@@ -59,7 +59,7 @@ class TrustedScoring(NbGraderPreprocessor):
     def _preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         # The grading engine (torch, pytest) loads with the first notebook graded, not with every
         # nbgrader command that reads nbgrader_config.py (a student's fetch or submit, feedback, export).
-        from ..grading import code_review, record
+        from ..grading import code_review, feedback, record
         from ..grading.hidden_checks import run_checks
 
         state = Shared.get(resources, EXECUTION)
@@ -102,13 +102,10 @@ class TrustedScoring(NbGraderPreprocessor):
         report["root_causes"] = self._summarise(nb, results, parts)
         nb.metadata.pop(HELD_BANNER_KEY, None)
         if report["held"]:
-            lines = _("；").join(_("第 {cell} 个单元格第 {line} 行 {detail}").format(
-                cell=n["cell"] + 1, line=n["line"], detail=n["detail"]) for n in holding[:3])
             nb.metadata[HELD_BANNER_KEY] = _(
-                "评分程序读不懂你代码里的 {lines}{more}：各部分的分数由助教读过这些代码后给出"
+                "评分程序读不懂你代码里的 {lines}：各部分的分数由助教读过这些代码后给出"
                 "（隐藏检查共给出 {points} 分），不是自动计入。").format(
-                    lines=lines, more=_("等 {n} 处").format(n=len(holding)) if len(holding) > 3 else "",
-                    points=f"{sum(c['held_points'] for c in report['cells'] if c['held']):g}")
+                    lines=feedback.flagged_lines(holding), points=f"{sum(record.held_points(report).values()):g}")
         nb.metadata.pop(UNISOLATED_KEY, None)
         if not session.status.isolated:  # the instructor allowed it (`allow_unisolated`): the page says so
             banner = _("评分时学生代码没有在沙箱中运行（没有文件系统和网络隔离）：{reason}")
