@@ -8,10 +8,7 @@ samples (``evidence.py``) live here, beside the tests and benchmarks that
 use them, and their payloads are importable as ``catalogue.attacks.X`` and
 ``catalogue.evidence.X``.
 """
-import nbformat
-
 from autograder.demo.submissions import BUGS, CORRECT, EMPTY, MARKER, ROOT, SOLUTION_NOTEBOOK, Sample, build, verdict
-from autograder.notebook.cells import is_test_cell, nbgrader_meta
 
 from .attacks import ATTACKS
 from .charging import CHARGING
@@ -20,13 +17,7 @@ from .handles import HANDLES, UNREADABLE
 from .recording import RECORDING
 
 __all__ = ["ATTACKS", "BUGS", "CATALOGUE", "CHARGING", "CORRECT", "EMPTY", "EVIDENCE", "HANDLES", "MARKER",
-           "RECORDING", "ROOT", "UNREADABLE", "SOLUTION_NOTEBOOK", "Sample", "automatic_cells", "build", "verdict"]
+           "RECORDING", "ROOT", "UNREADABLE", "SOLUTION_NOTEBOOK", "Sample", "build", "verdict"]
 
 CATALOGUE = CORRECT + BUGS + ATTACKS + CHARGING + EVIDENCE + RECORDING + HANDLES + UNREADABLE + EMPTY
 
-
-def automatic_cells():
-    """(count, points) of the source notebook's autograded test cells: what full automatic marks are."""
-    nb = nbformat.read(str(ROOT / "source" / "sdpa" / "sdpa.ipynb"), as_version=4)
-    points = [float(nbgrader_meta(cell).get("points", 0)) for cell in nb.cells if is_test_cell(cell)]
-    return len(points), sum(points)

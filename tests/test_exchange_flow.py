@@ -25,11 +25,11 @@ import pytest
 import catalogue as samples
 from hub import control
 from hub.control import ASSIGNMENT, COURSE_ID, INSTRUCTOR
-from tests.support import feedback_page
+from tests.support import feedback_page, points
 
 STUDENT_A, STUDENT_B = control.STUDENTS[:2]
 SAMPLE_FOR = {STUDENT_A: "correct-reference", STUDENT_B: "bug-mask-inverted"}
-AUTOMATIC_CELLS, AUTOMATIC_POINTS = samples.automatic_cells()
+AUTOMATIC_CELLS, AUTOMATIC_POINTS = len(points.part_points()), points.AUTOMATIC
 
 
 pytestmark = [

@@ -37,7 +37,7 @@ from hub import control
 from hub.control import INSTRUCTOR
 from solutions import solution_notebook
 from tests.support import browser as lab_ui
-from tests.support import feedback_page
+from tests.support import feedback_page, points
 from tests.support.language import CJK
 
 try:
@@ -57,7 +57,7 @@ EDITION = {STUDENT_A: "sdpa", STUDENT_B: "sdpa_en"}
 FILE_MENU = {"zh_CN": "文件", "en": "File"}
 BUGGY = "bug-mask-inverted"
 MANUAL = {STUDENT_A: "2.5", STUDENT_B: "1"}
-AUTOMATIC_CELLS, AUTOMATIC_POINTS = samples.automatic_cells()
+AUTOMATIC_CELLS, AUTOMATIC_POINTS = len(points.part_points()), points.AUTOMATIC
 
 
 # Bounds for a loaded 2-core machine; a normal run is much faster.

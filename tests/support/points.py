@@ -8,11 +8,16 @@ from autograder.notebook.editions import COURSE, EDITIONS
 
 
 @functools.cache
-def grade_cells(assignment: str = COURSE) -> dict[str, tuple[float, bool]]:
-    """{grade_id: (points, graded by hand?)} of the edition's source notebook."""
+def _source(assignment: str) -> nbformat.NotebookNode:
     from catalogue import ROOT
 
-    nb = nbformat.read(str(ROOT / "source" / assignment / f"{assignment}.ipynb"), as_version=4)
+    return nbformat.read(str(ROOT / "source" / assignment / f"{assignment}.ipynb"), as_version=4)
+
+
+@functools.cache
+def grade_cells(assignment: str = COURSE) -> dict[str, tuple[float, bool]]:
+    """{grade_id: (points, graded by hand?)} of the edition's source notebook."""
+    nb = _source(assignment)
     return {meta["grade_id"]: (float(meta.get("points", 0)), bool(meta.get("solution")))
             for meta in (nbgrader_meta(cell) for cell in nb.cells) if meta.get("grade")}
 
@@ -20,9 +25,7 @@ def grade_cells(assignment: str = COURSE) -> dict[str, tuple[float, bool]]:
 @functools.cache
 def part_points(assignment: str = COURSE) -> dict[str, float]:
     """{part: points} of the automatically graded cells."""
-    from catalogue import ROOT
-
-    nb = nbformat.read(str(ROOT / "source" / assignment / f"{assignment}.ipynb"), as_version=4)
+    nb = _source(assignment)
     return {part_of(cell): float(nbgrader_meta(cell).get("points", 0)) for cell in nb.cells if is_test_cell(cell)}
 
 
