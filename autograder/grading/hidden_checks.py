@@ -197,6 +197,12 @@ def _part_of(item):
     return marker.args[0] if marker else getattr(item.module, "PART", None)
 
 
+def _checks_args() -> list[str]:
+    """pytest on the checks directory alone: no ini file, cache, conftest or addopts from elsewhere."""
+    return [str(CHECKS_DIR), "-c", os.devnull, "-p", "no:cacheprovider", "--rootdir", str(CHECKS_DIR),
+            "-o", "addopts=", "-o", "python_files=test_*.py", "--noconftest"]
+
+
 class _Weights:
     """Collects the checks (nothing runs): each part's points are the sum of its checks' `points` markers."""
 
@@ -215,9 +221,7 @@ def part_points() -> dict[str, float]:
     """{part: points}: the one place a part's points are declared is its checks' `@pytest.mark.points`; the grade
     cell's points in every edition are this sum (``tools/build_notebooks.py`` writes them)."""
     weights = _Weights()
-    code = pytest.main([str(CHECKS_DIR), "--collect-only", "-c", os.devnull, "-p", "no:cacheprovider",
-                        "-p", "no:terminal", "--rootdir", str(CHECKS_DIR), "-o", "addopts=",
-                        "-o", "python_files=test_*.py", "--noconftest"], plugins=[weights])
+    code = pytest.main([*_checks_args(), "--collect-only", "-p", "no:terminal"], plugins=[weights])
     if code != 0:
         raise RuntimeError(f"the hidden checks could not be collected (pytest exit code {code})")
     return weights.points
@@ -230,11 +234,9 @@ def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str
     `settle` decides the credit of checks explained by codes charged elsewhere (`settle_charges`).
     """
     plugin = _Plugin(student, parts, seed_key, context or {})
-    args = [str(CHECKS_DIR), "-c", os.devnull, "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:warnings",
+    args = [*_checks_args(), "-p", "no:terminal", "-p", "no:warnings",
             # these two force a full gc.collect() around every test, a large share of the checks' time
-            "-p", "no:unraisableexception", "-p", "no:threadexception",
-            "--rootdir", str(CHECKS_DIR), "-o", "addopts=", "-o", "python_files=test_*.py",
-            "-W", "ignore", "--noconftest",
+            "-p", "no:unraisableexception", "-p", "no:threadexception", "-W", "ignore",
             # per student, not per process: the checks raise CheckFailed (no bare assert to rewrite), log
             # nothing, and need no installed plugin; the logging plugin walks every logger around each test
             "--assert=plain", "--disable-plugin-autoload", "-p", "no:logging", "-p", "no:doctest",
