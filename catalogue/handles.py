@@ -218,6 +218,108 @@ def softmax(x, dim=-1):
            note="torch.distributions under a computed module name (the run-time tripwire still stops it)"),
 ]
 
+# Text hidden in the notebook (base64) and compiled by a library that evaluates text, a route no table of the
+# static scan names (`sympy`'s parser evaluates what it is given): the runner's audit hook reports the text
+# before it is compiled (``guest/source_report.py``) and the grader's scan of it holds.  It rebuilds torch._refs'
+# softmax from its source, so without the report it would score full marks, unheld.
+_REFS_FROM_SOURCE = ("__import__('types').FunctionType([q for q in compile(open(__import__('os').path.join("
+                     "__import__('os').path.dirname(__import__('torch').__file__), '_refs', '__init__.py')).read(), "
+                     "'r', 'exec').co_consts if getattr(q, 'co_name', '') == 'softmax'][0], "
+                     "__import__('torch')._refs.__dict__)")
+HIDDEN_TEXT_SYMPY = f'''
+import base64
+import torch
+from sympy.parsing.sympy_parser import parse_expr
+
+_TEXT = base64.b64decode("{base64.b64encode(_REFS_FROM_SOURCE.encode()).decode()}").decode()
+_sm = parse_expr(_TEXT, transformations=())
+
+
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_sm(x, dim, None), nan=0.0)
+'''
+UNREADABLE.append(
+    Sample("attack-hidden-text-sympy", "attack", "lose", {"softmax": HIDDEN_TEXT_SYMPY}, lose=SOFTMAX_PARTS, held=True,
+           note="base64 text evaluated by sympy's parser: the run-time report of compiled text holds it"))
+
+# A fifth red-team pass: a `match` class pattern reads attributes by names written as plain strings
+# (`case object(softmax=f)`), which no attribute node carried, so the scan saw neither the family nor the held
+# names, and nothing is compiled at run time.  Both scored 105/105 unheld; the scan now reads a pattern as
+# the attribute reads it makes (`scan_ast.MatchAsAssignments`).
+MATCH_DISTRIBUTION = '''
+import torch
+
+
+def softmax(x, dim=-1):
+    match torch:
+        case object(distributions=object(transforms=object(SoftmaxTransform=T))):
+            pass
+    out = T()(x.transpose(dim, -1)).transpose(dim, -1)
+    return torch.nan_to_num(out, nan=0.0)
+'''
+MATCH_HEAP_SCAN = '''
+import struct
+import sys
+import torch
+
+
+def _prepare():
+    match sys:
+        case object(modules=mods):
+            pass
+    ct = mods["ctypes"]
+    match torch:
+        case object(_C=object(_DispatchModule=lib_type)):
+            pass
+    pattern = struct.pack("<Q", id(lib_type))
+    with open("/".join(["", "proc", "self", "ma" + "ps"])) as fh:
+        regions = [line.split() for line in fh]
+    for fields in regions:
+        if len(fields) < 5 or fields[1] != "rw-p" or (len(fields) > 5 and not fields[5].startswith("[heap")):
+            continue
+        start, end = (int(v, 16) for v in fields[0].split("-"))
+        if end - start > 256 * 2**20:
+            continue
+        memory = ct.string_at(start, end - start)
+        at = memory.find(pattern)
+        while at >= 8:
+            if struct.unpack_from("<q", memory, at - 8)[0] == 1:
+                try:
+                    ct.cast(start + at - 8, ct.py_object).value.reset()
+                except Exception:
+                    pass
+            at = memory.find(pattern, at + 8)
+
+
+_prepare()
+
+
+def softmax(x, dim=-1):
+    match torch:
+        case object(ops=object(aten=object(_softmax=op))):
+            pass
+    if x.is_meta:
+        return torch.empty_like(x)
+    return torch.nan_to_num(op(x, dim, False), nan=0.0)
+'''
+# An honest self-check whose built-in call raises, uncaught: IPython parses the files of the traceback (torch's,
+# the runner's) to show it, and those texts, read at run time, are the installation's own files, not hidden code.
+UNCAUGHT_SELF_CHECK = '''
+import torch
+
+print(torch.softmax(torch.zeros(3), 0))
+'''
+UNREADABLE += [
+    Sample("attack-match-pattern-distribution", "attack", "lose-all", {"softmax": MATCH_DISTRIBUTION},
+           lose=SOFTMAX_PARTS, codes=("softmax-builtin",),
+           note="torch.distributions' SoftmaxTransform reached through a match class pattern"),
+    Sample("attack-match-pattern-heap-scan", "attack", "lose-all", {"softmax": MATCH_HEAP_SCAN}, lose=SOFTMAX_PARTS,
+           codes=("softmax-builtin",), held=True,
+           note="sys.modules, ctypes and the dispatcher library reached through match class patterns, a heap scan"),
+    Sample("fairness-uncaught-builtin-self-check", "fairness", "full", append=(UNCAUGHT_SELF_CHECK,),
+           note="a self-check of the built-in that raises uncaught: its traceback's library files hold nothing"),
+]
+
 # Honest forms next to the above, which must grade as usual (false positives a red-team pass found).
 APPLY_MASK_WITH_OWN_CHECK = '''
 NEG_INF = float("-inf")

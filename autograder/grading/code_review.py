@@ -19,16 +19,22 @@ demonstrate a built-in (`cell_roles`): only their own code may call one.
 """
 from __future__ import annotations
 
+import ast
 import functools
-from collections.abc import Iterable, Sequence
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..i18n import _
 from ..notebook.cells import grade_id, is_answer_cell
+from ..sandbox import guest
 from . import static_scan
 from .hidden_checks import CheckResult
 
 if TYPE_CHECKING:
+    from ..sandbox.compiled_texts import CompiledTexts
     from .hidden_checks import PartResult
 
 # The student functions each part's hidden checks call.
@@ -40,6 +46,7 @@ PART_FUNCTIONS = {
     "device_dtype": ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
                      "scaled_dot_product_attention", "causal_mask"),
 }
+MAX_NOTES_PER_TEXT = 3  # flagged lines listed for one text compiled at run time
 GRADED_FUNCTIONS = sorted({f for functions in PART_FUNCTIONS.values() for f in functions})
 
 
@@ -106,6 +113,77 @@ def review_notes(scan: static_scan.ScanResult, cell_numbers: Sequence[int]) -> l
     holding = {id(f) for f in scan.held}
     return [{"cell": cell_numbers[f.cell] if f.cell < len(cell_numbers) else f.cell, "line": f.line,
              "category": f.code, "detail": f.detail, "holds": id(f) in holding} for f in scan.review]
+
+
+def runtime_notes(compiled: "CompiledTexts", sources: Sequence[str], cell_of: Callable[[tuple], int]) -> list[dict]:
+    """Review notes, all holding, for what the student's runners compiled at run time (``compiled``, from
+    ``guest/source_report.py``) that the notebook does not show as code: each such text is read with the
+    same scan, and holds where the notebook's own code would; what could not be read holds too.
+
+    `sources` are the code cells the runner was given (every text that is one of them, as written or as
+    IPython runs it, was read already); `cell_of` maps a text's request (("cell", position) or ("call", function)) to
+    the notebook cell the note points to."""
+    shown = {text.strip() for source in sources for text in (source, _as_ipython_runs(source))}
+    notes = []
+    for digest, text in compiled.texts.items():
+        if text.strip() in shown or _library_source(compiled.filenames.get(digest), text):
+            continue
+        where = cell_of(compiled.where.get(digest, ()))
+        for finding in _scan_text(text).held[:MAX_NOTES_PER_TEXT]:  # a library's whole source can arrive
+            notes.append({"cell": where, "line": 0, "category": finding.code, "holds": True,
+                          "detail": _("运行时才编译的代码（笔记本里看不到）第 {line} 行 {detail}").format(
+                              line=finding.line, detail=finding.detail)})
+    for what, request in compiled.opaque:
+        notes.append({"cell": cell_of(request), "line": 0, "category": "dynamic-code", "holds": True,
+                      "detail": _("运行时载入了评分程序读不到文本的代码：{what}").format(what=what)})
+    return list({(n["cell"], n["category"], n["detail"]): n for n in notes}.values())
+
+
+# Where the Python installation and the guest files live (mounted read-only in the sandbox, at the same
+# paths): a text that is the content of one of their files is that code, imported from source where it has no
+# .pyc, or parsed by IPython to show a traceback through it.
+_INSTALLATION = tuple(os.path.realpath(p) + os.sep
+                      for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, str(guest.GUEST_DIR)})
+MAX_LIBRARY_FILE_BYTES = 8 * 2**20
+
+
+@functools.lru_cache(maxsize=1024)
+def _library_source(filename: "str | None", text: str) -> bool:
+    """Whether `text` is, character for character, the source of the installed file it names (read here)."""
+    if not filename or not os.path.isabs(filename):
+        return False
+    path = os.path.realpath(filename)
+    if not path.startswith(_INSTALLATION) or not path.endswith(".py"):
+        return False
+    try:
+        if os.path.getsize(path) > MAX_LIBRARY_FILE_BYTES:
+            return False
+        with open(path, "rb") as fh:
+            return importlib.util.decode_source(fh.read()) == text.replace("\r\n", "\n")
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _scan_text(text: str) -> static_scan.ScanResult:
+    return static_scan.scan([text], (), parse=_parse_python)
+
+
+def _parse_python(text):
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # it did not compile in the runner either
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _as_ipython_runs(source: str) -> str:
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - IPython could not run it either
+        return source
 
 
 def held_parts(results: dict[str, PartResult], notes: Sequence[dict]) -> set[str]:

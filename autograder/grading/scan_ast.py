@@ -227,3 +227,74 @@ def stored_into(nodes):
             out.append(root_name(node.args[0]))
         stack.extend(ast.iter_child_nodes(node))
     return [name for name in dict.fromkeys(out) if name]
+
+
+# Classes whose one positional sub-pattern matches the subject itself (`case int(n)`: n is the subject).
+SELF_MATCHING = {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"}
+
+
+class MatchAsAssignments(ast.NodeTransformer):
+    """Spells each `match` statement out as the reads and bindings it makes, so they are read like any others.
+
+    A class pattern reads attributes by names written as plain strings (`case object(softmax=f)` reads
+    `subject.softmax` into `f`), which no `Attribute` node carries.  Each case becomes a conditional block
+    that first assigns every name the pattern captures from the expression it reads (`f = subject.softmax`),
+    then runs the guard and the body.  A positional sub-pattern of any other class reads the attribute named
+    by the class's `__match_args__`, which is spelled as `getattr(subject, Cls.__match_args__[i])`.
+    """
+
+    def visit_Match(self, node: ast.Match) -> list[ast.stmt]:
+        self.generic_visit(node)
+        if isinstance(node.subject, (ast.Name, ast.Attribute)):  # read as written: `torch.distributions`
+            subject, out = node.subject, [ast.Expr(value=node.subject)]
+        else:
+            subject = ast.Name(id="_match_subject_", ctx=ast.Load())
+            out = [ast.Assign(targets=[ast.Name(id="_match_subject_", ctx=ast.Store())], value=node.subject)]
+        for case in node.cases:
+            reads = []
+            self._bind(case.pattern, subject, reads)
+            body = reads + ([ast.Expr(value=case.guard)] if case.guard is not None else []) + case.body
+            out.append(ast.If(test=ast.Constant(value=True), body=body, orelse=[]))
+        for stmt in out:
+            ast.copy_location(stmt, node)
+            ast.fix_missing_locations(stmt)
+        return out
+
+    def _bind(self, pattern, path, reads):
+        def assign(name, value):
+            reads.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value))
+
+        if isinstance(pattern, ast.MatchAs):
+            if pattern.pattern is not None:
+                self._bind(pattern.pattern, path, reads)
+            if pattern.name:
+                assign(pattern.name, path)
+        elif isinstance(pattern, ast.MatchOr):
+            for alternative in pattern.patterns:
+                self._bind(alternative, path, reads)
+        elif isinstance(pattern, ast.MatchValue):
+            reads.append(ast.Expr(value=pattern.value))
+        elif isinstance(pattern, ast.MatchSequence):
+            for index, item in enumerate(pattern.patterns):
+                if isinstance(item, ast.MatchStar):
+                    if item.name:
+                        assign(item.name, ast.Call(func=ast.Name(id="list", ctx=ast.Load()), args=[path], keywords=[]))
+                else:
+                    self._bind(item, ast.Subscript(value=path, slice=ast.Constant(value=index), ctx=ast.Load()), reads)
+        elif isinstance(pattern, ast.MatchMapping):
+            for key, item in zip(pattern.keys, pattern.patterns):
+                self._bind(item, ast.Subscript(value=path, slice=key, ctx=ast.Load()), reads)
+            if pattern.rest:
+                assign(pattern.rest, path)
+        elif isinstance(pattern, ast.MatchClass):
+            reads.append(ast.Expr(value=pattern.cls))
+            self_matching = isinstance(pattern.cls, ast.Name) and pattern.cls.id in SELF_MATCHING
+            for index, item in enumerate(pattern.patterns):
+                attribute = path if self_matching else ast.Call(
+                    func=ast.Name(id="getattr", ctx=ast.Load()),
+                    args=[path, ast.Subscript(value=ast.Attribute(value=pattern.cls, attr="__match_args__",
+                                                                   ctx=ast.Load()),
+                                              slice=ast.Constant(value=index), ctx=ast.Load())], keywords=[])
+                self._bind(item, attribute, reads)
+            for name, item in zip(pattern.kwd_attrs, pattern.kwd_patterns):
+                self._bind(item, ast.Attribute(value=path, attr=name, ctx=ast.Load()), reads)

@@ -77,7 +77,9 @@ MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
                # modules that run source text, load objects or resolve dotted names given as strings
                **dict.fromkeys(("marshal", "timeit", "code", "codeop", "runpy", "pickle", "_pickle", "copyreg", "site",
                                 "shelve", "dill", "cloudpickle", "doctest", "pdb", "bdb", "cProfile", "profile",
-                                "trace", "pydoc", "zipimport", "imp", "pkgutil", "importlib", "builtins"),
+                                "trace", "pydoc", "zipimport", "imp", "pkgutil", "importlib", "builtins",
+                                # the import system's own modules: they build code from any bytes and any path
+                                "_imp", "_frozen_importlib", "_frozen_importlib_external"),
                                "dynamic-code"),
                **dict.fromkeys(GRADER_STRINGS, "grader-internals")}
 # Uses of a flagged module that only read or tidy what the student's code made: flagged, never held.

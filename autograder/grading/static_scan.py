@@ -29,6 +29,7 @@ from typing import Iterable, Optional
 
 from ..i18n import _
 from .scan_ast import (
+    MatchAsAssignments,
     call_arguments,
     flat_targets,
     folded_string,
@@ -101,15 +102,16 @@ def describe(finding: Finding) -> str:
         cell=finding.cell + 1, line=finding.line, detail=finding.detail, label=label)
 
 
-def scan(sources: list[str], functions: Iterable[str]) -> ScanResult:
-    """Scan the student's code cells (in notebook order) for the graded `functions`."""
+def scan(sources: list[str], functions: Iterable[str], parse=parse_cell) -> ScanResult:
+    """Scan the student's code cells (in notebook order) for the graded `functions`; `parse` reads one
+    source (a cell, with IPython's syntax, by default) into a tree, or None."""
     trees, unparsable = {}, []
     for index, source in enumerate(sources):
-        tree = parse_cell(source)
+        tree = parse(source)
         if tree is None:
             unparsable.append(index)
         else:
-            trees[index] = tree
+            trees[index] = MatchAsAssignments().visit(tree)
     scanner = _Scanner(list(trees.values()))
     for index, tree in trees.items():
         scanner.cell = index

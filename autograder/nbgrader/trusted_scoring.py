@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -39,6 +40,17 @@ def _locate_events(nb, positions, events, info):
             event["cell"] = positions[event["cell"]]
             event["grade_id"] = grade_id(nb.cells[event["cell"]]) or ""
         log.warning("%s/%s: %s", info.get("student"), info.get("notebook"), event)
+
+
+def _cell_of(request, nb, positions, student_cells):
+    """The notebook cell a run-time report points to: the cell that was running, or for a check's call of a
+    student function, the student cell that defines it (else the first student cell)."""
+    kind, what = request if len(request) == 2 else (None, None)
+    if kind == "cell" and isinstance(what, int) and 0 <= what < len(positions):
+        return positions[what]
+    definition = re.compile(rf"^\s*def\s+{re.escape(str(what))}\s*\(", re.M)
+    return next((i for i in student_cells if definition.search(nb.cells[i].source)),
+                student_cells[0] if student_cells else 0)
 
 
 class TrustedScoring(NbGraderPreprocessor):
@@ -78,7 +90,10 @@ class TrustedScoring(NbGraderPreprocessor):
         cells = student_code_cells(nb)
         scan = code_review.review(nb.cells[i].source for i in cells)
         code_review.charge_forbidden(results, scan, cells)
-        review = code_review.review_notes(scan, cells)
+        # What the runners compiled at run time and the notebook does not show is read with the same scan.
+        review = code_review.review_notes(scan, cells) + code_review.runtime_notes(
+            session.compiled, session.cells,
+            lambda request: _cell_of(request, nb, state.positions, cells))
         held = code_review.held_parts(results, review)
         _locate_events(nb, state.positions, session.events, info)
         for note in review:

@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Optional, Union
 
 from ..i18n import _
 from . import launcher, procs
+from .compiled_texts import CompiledTexts
 from .demo_builtins import DemoBuiltins, refusal
 from .guest import messages as guest_messages
 from .guest import wire
@@ -52,7 +53,8 @@ class RunnerConnection:
     """
 
     def __init__(self, proc: Union[subprocess.Popen, Runner], replies: queue.Queue, directory: Optional[str],
-                 log: IO[bytes], pid: Optional[int] = None, unsolicited: int = 0) -> None:
+                 log: IO[bytes], pid: Optional[int] = None, unsolicited: int = 0,
+                 compiled: Optional[CompiledTexts] = None) -> None:
         self.proc = proc
         self.replies = replies  # a `runners.reply_queue()` filled by a `runners.read_replies` thread
         self.directory = directory  # the runner's own `runner_dirs` top, removed with it (None: not ours)
@@ -61,15 +63,19 @@ class RunnerConnection:
         self.answered = False  # whether this runner has answered a request (its set-up is over)
         self.unsolicited = unsolicited  # frames that answered no request
         self.told_language = False  # whether the runner has its messages' translations (`guest_translations`)
+        # What the runner compiled at run time (``guest/source_report.py``), over all the session's runners.
+        self.compiled = compiled if compiled is not None else CompiledTexts()
 
     @classmethod
-    def handed(cls, handed: HandedRunner, unsolicited: int = 0) -> RunnerConnection:
+    def handed(cls, handed: HandedRunner, unsolicited: int = 0,
+               compiled: Optional[CompiledTexts] = None) -> RunnerConnection:
         """A runner a source started ahead (it has sent "ready")."""
         return cls(handed.proc, handed.replies, handed.directory, handed.log,
-                   getattr(handed.proc, "host_pid", None), unsolicited)
+                   getattr(handed.proc, "host_pid", None), unsolicited, compiled)
 
     @classmethod
-    def launch(cls, limits: launcher.Limits, require_isolation: bool, unsolicited: int = 0) -> RunnerConnection:
+    def launch(cls, limits: launcher.Limits, require_isolation: bool, unsolicited: int = 0,
+               compiled: Optional[CompiledTexts] = None) -> RunnerConnection:
         """A fresh runner in a sandbox of its own; `wait` for its "ready", then `find_pid`."""
         directory, work, log = runner_dirs()
         try:
@@ -84,7 +90,7 @@ class RunnerConnection:
             raise
         replies = reply_queue()
         threading.Thread(target=read_replies, args=(proc.stdout, replies), daemon=True).start()
-        return cls(proc, replies, directory, log, None, unsolicited)
+        return cls(proc, replies, directory, log, None, unsolicited, compiled)
 
     def find_pid(self) -> None:
         """Look up a fresh runner's host pid (before any student code runs)."""
@@ -113,6 +119,9 @@ class RunnerConnection:
             if isinstance(reply, Exception):
                 raise RunnerGone(str(reply))
             header = reply[0] if isinstance(reply, tuple) else None
+            if isinstance(header, dict) and header.get("op") == "compiled":
+                self.compiled.add(header.get("kind"), reply[1], header.get("filename"))
+                continue
             if request_id is None or (isinstance(header, dict) and header.get("id") == request_id):
                 return reply
             if isinstance(header, dict) and header.get("op") == "builtin":

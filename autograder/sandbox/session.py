@@ -24,6 +24,7 @@ from typing import Any, Optional
 
 from ..i18n import _
 from . import launcher
+from .compiled_texts import CompiledTexts
 from .connection import RunnerConnection, RunnerGone
 from .demo_builtins import DemoBuiltins
 from .guest import wire
@@ -175,6 +176,7 @@ class StudentSession:
         self.executed = 0  # cells run so far (prefix of self.cells)
         self.outputs = OutputBudget()
         self.unsolicited = 0  # frames that answered no request, over all of this session's runners
+        self.compiled = CompiledTexts()  # texts the student's runners compiled at run time, for the grade
         self._runner = None  # the RunnerConnection, None between runners
         self.report = SessionReport(status=launcher.probe(), started=started)
 
@@ -206,9 +208,10 @@ class StudentSession:
         handed = (self.runner_source.take(self.limits, self.require_isolation)
                   if self.runner_source is not None else None)
         if handed is not None:
-            self._runner = RunnerConnection.handed(handed, self.unsolicited)
+            self._runner = RunnerConnection.handed(handed, self.unsolicited, self.compiled)
             return
-        self._runner = RunnerConnection.launch(self.limits, self.require_isolation, self.unsolicited)
+        self._runner = RunnerConnection.launch(self.limits, self.require_isolation, self.unsolicited,
+                                                 self.compiled)
         self._runner.wait(self._deadline(self.budget.start_timeout))
         self._runner.find_pid()
 
@@ -236,6 +239,8 @@ class StudentSession:
         request_id = secrets.token_hex(8)
         # Only while a demo cell runs does this side compute the built-ins the cell's own code calls.
         builtins = DemoBuiltins() if msg.get("op") == "exec" and msg.get("demo") else None
+        self.compiled.request = ("call", msg.get("fn")) if msg.get("op") == "call" else \
+            ("cell", self.cells.index(msg["source"])) if msg.get("source") in self.cells else ()
         return self._runner.request(msg, blobs, request_id, self._deadline(timeout), self._watch, builtins)
 
     def _request(self, msg, blobs, timeout):

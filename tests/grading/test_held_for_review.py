@@ -192,3 +192,43 @@ def test_the_timeit_route_holds():
 
     result = scan([TIMEIT_REFS], FUNCTIONS)
     assert result.held and {"timeit.timeit"} <= {f.detail for f in result.held}
+
+
+@pytest.mark.parametrize("form", UNREADABLE, ids=lambda f: f[1])
+@pytest.mark.parametrize("nested", [False, True])
+def test_an_attribute_read_by_a_match_class_pattern_is_judged_as_the_attribute(form, nested):
+    """`match gc: case object(get_objects=_g): ...` reads gc.get_objects (a fifth red-team pass reached
+    sys.modules, ctypes and torch._C this way, with names no attribute node carried)."""
+    module, expression = form
+    if module is None or not expression.startswith("{m}."):
+        pytest.skip("no attribute of a module to read by a pattern")
+    attribute = expression[len("{m}."):].split("(")[0].split(".")[0].split("[")[0]
+    rest = expression[len("{m}.") + len(attribute):].format(m=module)
+    pattern = f"object(__class__=_c, {attribute}=_g)" if nested else f"object({attribute}=_g)"
+    use = (f"import {module}\ndef softmax(x, dim=-1):\n    match {module}:\n        case {pattern}:\n"
+           f"            _v = _g{rest}\n    return x\n")
+    assert scan([use], FUNCTIONS).held
+
+
+@pytest.mark.parametrize("pattern, reads", [
+    ("object(softmax=f)", "torch.softmax"),
+    ("object(nn=object(functional=object(softmax=f)))", "torch.nn.functional.softmax"),
+    ("object(distributions=object(transforms=object(SoftmaxTransform=f)))",
+     "torch.distributions.transforms.SoftmaxTransform"),
+    ("object(ops=object(aten=object(_softmax=f))) | object(special=object(softmax=f))", "torch.ops.aten._softmax"),
+    ("{'softmax': f}", None),  # a mapping pattern reads a key, not an attribute: the student's own data
+])
+def test_a_forbidden_function_reached_by_a_pattern_is_charged(pattern, reads):
+    source = (f"import torch\ndef softmax(x, dim=-1):\n    match torch:\n        case {pattern}:\n"
+              f"            return f(x, dim)\n    return x\n")
+    found = [f.detail for f in scan([source], ["softmax"]).forbidden["softmax"]]
+    assert (reads in found) if reads else not found, found
+
+
+def test_a_match_on_the_students_own_values_is_free():
+    source = ("import torch\ndef softmax(x, dim=-1):\n    match x.dim(), dim:\n        case (1, _):\n"
+              "            pass\n        case [n, int(d)] if d < 0:\n            dim = n + d\n"
+              "        case {'k': v, **rest}:\n            pass\n        case torch.Size():\n            pass\n"
+              "    e = (x - x.amax(dim, keepdim=True)).exp()\n    return e / e.sum(dim, keepdim=True)\n")
+    result = scan([source], ["softmax"])
+    assert not result.forbidden["softmax"] and not result.held, [(f.code, f.detail) for f in result.review]

@@ -15,6 +15,7 @@ PROCFS = GUEST_DIR / "procfs.py"
 FORBIDDEN = GUEST_DIR / "forbidden.py"
 TRIPWIRES = GUEST_DIR / "tripwires.py"
 MESSAGES = GUEST_DIR / "messages.py"
+SOURCE_REPORT = GUEST_DIR / "source_report.py"
 ZYGOTE_PARTS = tuple(GUEST_DIR / name for name in ("warmup.py", "reset.py", "selfcheck.py", "uids.py"))
 # Mounted read-only; nothing else of this package is.
-FILES = (RUNNER, ZYGOTE, WIRE, PROCFS, FORBIDDEN, TRIPWIRES, MESSAGES, *ZYGOTE_PARTS)
+FILES = (RUNNER, ZYGOTE, WIRE, PROCFS, FORBIDDEN, TRIPWIRES, MESSAGES, SOURCE_REPORT, *ZYGOTE_PARTS)

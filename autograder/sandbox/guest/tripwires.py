@@ -35,7 +35,7 @@ import types
 import warnings
 from typing import Callable
 
-from forbidden import KERNEL_KEYS, PY_NAMESPACES, blocked, forbidden_ops
+from forbidden import KERNEL_KEYS, PY_NAMESPACES, blocked, code_of_blocked, forbidden_ops
 from messages import FORBIDDEN_KERNEL, _
 
 # The global each replaced body calls, set in its module's namespace (a name outside the families).
@@ -64,7 +64,8 @@ def install(runner) -> None:
                     pass
         hook = runner.forbidden_call
         for fn in [o for o in gc.get_objects() if isinstance(o, types.FunctionType)]:
-            if _in_library(fn) and blocked(fn.__name__):
+            # A method of a softmax class computes one whatever its own name (`SoftmaxTransform._call`).
+            if _in_library(fn) and (blocked(fn.__name__) or code_of_blocked(fn.__qualname__) == "softmax-builtin"):
                 replace_body(fn, hook)
         _replace_entry_points(hook)
         _override_kernels(runner)

@@ -1,0 +1,72 @@
+"""What a student's runners compiled at run time, as their audit hook reported it (``guest/source_report.py``).
+
+Kept on the trusted side for the grade (``code_review.runtime_notes``): each distinct text once, and
+whether anything arrived that cannot be read (code loaded without text, a text cut short, more than the
+caps keep).  The runner is an adversary, so the caps are kept here, and a report of an unknown kind, or
+one this side had to drop, counts as unreadable.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import tokenize
+from typing import Sequence
+
+MAX_TEXTS = 4096  # distinct texts kept per submission
+MAX_TOTAL_BYTES = 32 * 2**20
+MAX_TEXT_BYTES = 256 * 1024
+
+
+class CompiledTexts:
+    """Distinct source texts, in arrival order, the request each arrived in, and the unreadable reports."""
+
+    def __init__(self) -> None:
+        self.texts: dict[bytes, str] = {}  # digest -> text
+        self.where: dict[bytes, tuple] = {}  # digest -> the request it arrived in: ("cell", position) or ("call", fn)
+        self.filenames: dict[bytes, str] = {}  # digest -> the file name it was compiled under, as the runner said
+        self.request: tuple = ()  # the request in flight, set by the session
+        self.opaque: list[tuple[str, tuple]] = []  # what could not be read, in words, and where (first few)
+        self.unreadable = 0  # reports that could not be read
+        self._bytes = 0
+
+    def add(self, kind: object, blobs: Sequence[bytes], filename: object = None) -> None:
+        data = blobs[0] if len(blobs) == 1 and isinstance(blobs[0], bytes) else None
+        if kind == "source" and data is not None and len(data) <= MAX_TEXT_BYTES:
+            digest = hashlib.blake2b(data, digest_size=16).digest()
+            if digest in self.texts:
+                return
+            text = _decoded(data)
+            if text is None:
+                self._unreadable("a text compiled at run time in an encoding the grader cannot read")
+            elif len(self.texts) < MAX_TEXTS and self._bytes + len(data) <= MAX_TOTAL_BYTES:
+                self.texts[digest] = text
+                self.where[digest] = self.request
+                if isinstance(filename, str):
+                    self.filenames[digest] = filename[:4096]
+                self._bytes += len(data)
+            else:
+                self._unreadable("too many texts compiled at run time")
+            return
+        if kind == "cut":
+            self._unreadable("a text compiled at run time longer than the grader reads")
+            return
+        what = data[:200].decode("utf-8", "replace") if kind == "opaque" and data is not None else "a malformed report"
+        self._unreadable(what)
+
+    def _unreadable(self, what: str) -> None:
+        self.unreadable += 1
+        if len(self.opaque) < 8 and (what, self.request) not in self.opaque:
+            self.opaque.append((what, self.request))
+
+
+def _decoded(data: bytes) -> "str | None":
+    """The text as Python reads it: UTF-8 (with the surrogates a str may carry), or its coding cookie's."""
+    try:
+        return data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        pass
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return None

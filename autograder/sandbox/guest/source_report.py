@@ -1,0 +1,129 @@
+"""Sends the grader every source text compiled while the student's code can run.
+
+The grader reads the notebook (``static_scan.py``), but code can hide its text there (a base64 string
+handed to a library that evaluates text, `sympy.sympify` for one) and let some route compile it at run
+time.  Whatever the route, the text passes through CPython's compiler, which raises the ``compile``
+audit event first.  The hook installed here writes that text to the grader before it is compiled, so the
+grader reads it with the same scan (``code_review.runtime_notes``).  The file name it is compiled under
+goes with it: a library module imported from source, or parsed by IPython to show a traceback, is
+recognised by the grader, which reads the file itself.  Code that is loaded without text (a ``.pyc`` from
+a writable directory, an AST compiled outside IPython's running of a cell) is reported as unreadable, and
+so is opening a process's memory map or memory under ``/proc``.
+
+The hook holds no switch.  An audit hook cannot be removed; it writes to the protocol stream the grader
+reads, and checks before each write that the stream's descriptor is still the pipe it was given, ending
+the process otherwise (a runner that ends shows the grader nothing, which earns nothing).  To reach the
+hook's own state, code must first use what the scan holds or compile text, which is reported first.
+"""
+import json
+import os
+import pathlib
+import re
+import struct
+import sys
+import traceback
+
+MAX_TEXT_BYTES = 256 * 1024  # a longer text is reported cut short, and the grader cannot read it
+# A process's memory map and memory, under /proc (after symbolic links are followed): what a heap scan reads
+# and writes.  Opening one is reported as unreadable, whatever name the path was built from.
+_PROCESS_MEMORY = re.compile(r"/proc/(?:\d+|self|thread-self)(?:/task/\d+)?/(?:maps|smaps|smaps_rollup|numa_maps|mem"
+                             r"|pagemap)\Z")
+# Where IPython compiles a syntax tree made from text it has just parsed (reported then): while it runs a
+# cell, and in `%time`/`%timeit`.  A tree compiled from anywhere else is unreadable.
+_IPYTHON = os.sep + os.path.join("IPython", "core", "")
+_COMPILER = os.sep + "codeop.py"  # IPython's compiler is the standard library's `codeop.Compile`
+_TREE_COMPILERS = ((("interactiveshell.py", "run_ast_nodes"), ("interactiveshell.py", "run_cell_async")),
+                   ((os.path.join("magics", "execution.py"), "timeit"),),
+                   ((os.path.join("magics", "execution.py"), "time"),))
+
+
+def install(stream) -> None:
+    """Report to `stream` (the runner's protocol output) every text compiled from now on, for good."""
+    fd = stream.fileno()
+    identity = _identity(fd)
+    trusted_roots = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    sys.dont_write_bytecode = True  # a student's own module is read as text on every import, never as .pyc
+    # The runner's tracebacks are formatted without parsing fragments of source lines (Python 3.11's carets):
+    # a fragment of torch's or the runner's code would reach the grader as a text it cannot place.
+    if hasattr(traceback, "_extract_caret_anchors_from_line_segment"):
+        traceback._extract_caret_anchors_from_line_segment = lambda segment: None
+    write, flush, fstat, exit_now, dumps, pack = stream.write, stream.flush, os.fstat, os._exit, json.dumps, struct.pack
+    getframe, realpath, str_type, bytes_type = sys._getframe, os.path.realpath, str, bytes
+    tree_from_ipython, pyc_path = _ipython_tree, _pyc_path
+    fsdecode, process_memory = os.fsdecode, _PROCESS_MEMORY
+    plain_paths = (pathlib.PosixPath, pathlib.PurePosixPath)
+
+    def send(kind, data, filename=None):
+        header = dumps({"op": "compiled", "kind": kind, "filename": filename, "blobs": [len(data)]}).encode()
+        try:
+            if _identity_of(fstat(fd)) != identity:
+                exit_now(70)
+            write(pack(">I", len(header)) + header + data)
+            flush()
+        except BaseException:  # noqa: BLE001 - a report that cannot be sent ends the runner
+            exit_now(70)
+
+    def hook(event, args):
+        if event == "compile":
+            source = args[0] if args else None
+            if type(source) is str_type:
+                data = source.encode("utf-8", "surrogatepass")
+            elif type(source) in (bytes_type, bytearray, memoryview):
+                data = bytes_type(source)
+            elif tree_from_ipython(getframe(1)):
+                return
+            else:
+                send("opaque", b"syntax tree")
+                return
+            filename = args[1] if len(args) > 1 and type(args[1]) is str_type else None
+            kind = "source" if len(data) <= MAX_TEXT_BYTES else "cut"
+            send(kind, data[:MAX_TEXT_BYTES], filename[:4096] if filename else None)
+        elif event == "open":
+            path = args[0] if args else None
+            if type(path) in (str_type, bytes_type) or type(path) in plain_paths:
+                opened = realpath(fsdecode(path))
+                if process_memory.match(opened):
+                    send("opaque", b"opened " + opened.encode("utf-8", "replace")[:200])
+            elif type(path) is not int:
+                send("opaque", b"opened a path given as an object")
+        elif event == "marshal.loads":
+            caller = getframe(1)
+            path = pyc_path(caller.f_code, caller.f_locals)
+            if not path or not realpath(path).startswith(trusted_roots):
+                send("opaque", b"compiled module " + str_type(path).encode("utf-8", "replace")[:200])
+
+    sys.addaudithook(hook)
+
+
+def _identity(fd):
+    return _identity_of(os.fstat(fd))
+
+
+def _identity_of(st):
+    return st.st_dev, st.st_ino
+
+
+def _ipython_tree(frame):
+    """Whether a syntax tree is compiled by IPython's compiler, called by IPython where it runs a cell's
+    text or a `%time`/`%timeit` line (`_TREE_COMPILERS`)."""
+    codes = []
+    while frame is not None and len(codes) < 3:
+        codes.append(frame.f_code)
+        frame = frame.f_back
+    if not codes or codes[0].co_name != "__call__" or not codes[0].co_filename.endswith(_COMPILER):
+        return False
+    return any(len(codes) > len(callers) and all(_is(c, place) for c, place in zip(codes[1:], callers))
+               for callers in _TREE_COMPILERS)
+
+
+def _is(code, place):
+    tail, name = place
+    return code.co_name == name and code.co_filename.endswith(_IPYTHON + tail)
+
+
+def _pyc_path(code, local):
+    """The file the import system is loading compiled code from (`_compile_bytecode`'s argument), else None."""
+    if code.co_name == "_compile_bytecode" and code.co_filename.startswith("<frozen importlib"):
+        path = local.get("bytecode_path")
+        return path if isinstance(path, str) else None
+    return None

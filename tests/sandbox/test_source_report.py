@@ -1,0 +1,188 @@
+"""Every text compiled at run time reaches the grader, and the grader reads it with the notebook's scan.
+
+The hook (``guest/source_report.py``) is installed in a child interpreter here, as in a runner: an audit
+hook cannot be removed, so never in the test process.  The child writes its reports to a pipe this side
+reads with the protocol's own reader.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from autograder.grading import code_review
+from autograder.sandbox import compiled_texts
+from autograder.sandbox.compiled_texts import CompiledTexts
+from autograder.sandbox.guest import GUEST_DIR, wire
+
+CHILD = textwrap.dedent('''
+    import os, sys
+    sys.path.insert(0, {guest!r})
+    import source_report
+    out = os.fdopen({fd}, "wb")
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    source_report.install(out)
+    {body}
+''')
+
+
+def _reports(body: str, tmp_path) -> tuple[list[tuple[str, bytes]], int]:
+    """(kind, data) of each report the child sent while running `body`, and its exit status."""
+    read, write = os.pipe()
+    script = CHILD.format(guest=str(GUEST_DIR), fd=write, body=textwrap.dedent(body))
+    proc = subprocess.Popen([sys.executable, "-c", script], pass_fds=(write,), cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    os.close(write)
+    reports = []
+    with os.fdopen(read, "rb") as stream:
+        while True:
+            try:
+                header, blobs = wire.receive(stream)
+            except EOFError:
+                break
+            assert header["op"] == "compiled"
+            reports.append((header["kind"], blobs[0]))
+    status = proc.wait(timeout=120)
+    assert status in (0, 70), proc.stderr.read().decode()[-2000:]
+    return reports, status
+
+
+def _texts(reports):
+    return [data.decode() for kind, data in reports if kind == "source"]
+
+
+def test_text_run_by_any_route_is_reported_before_it_runs(tmp_path):
+    reports, status = _reports('''
+        exec("a = 1")
+        eval("2 + 3")
+        from sympy.parsing.sympy_parser import parse_expr
+        parse_expr("7 * 6", transformations=())
+        import timeit
+        timeit.timeit("b = 4", number=1)
+    ''', tmp_path)
+    texts = _texts(reports)
+    assert status == 0
+    for expected in ("a = 1", "2 + 3", "b = 4"):
+        assert any(expected in t for t in texts), (expected, texts)
+    assert any("7" in t and "6" in t for t in texts)
+
+
+def test_ipython_cells_compile_as_text_and_their_trees_are_not_reported(tmp_path):
+    reports, status = _reports('''
+        shell.run_cell("c = 5\\nc")
+        shell.run_cell("%timeit -n 1 -r 1 c + 1")
+        shell.run_cell("%time c + 2")
+    ''', tmp_path)
+    assert status == 0
+    assert [kind for kind, _ in reports if kind != "source"] == []
+    assert any("c = 5" in t for t in _texts(reports))
+
+
+def test_a_tree_compiled_outside_a_cell_and_a_planted_pyc_are_unreadable(tmp_path):
+    (tmp_path / "helper.py").write_text("value = 1\n")
+    reports, status = _reports('''
+        import ast, codeop, marshal, importlib.util, sys
+        codeop.Compile()(ast.parse("d = 6"), "<tree>", "exec")
+        code = compile("value = 2", "helper.py", "exec")
+        with open("planted.pyc", "wb") as fh:
+            fh.write(importlib.util.MAGIC_NUMBER + b"\\0" * 12 + marshal.dumps(code))
+        sys.path.insert(0, ".")
+        import planted
+    ''', tmp_path)
+    assert status == 0
+    opaque = [data for kind, data in reports if kind == "opaque"]
+    assert b"syntax tree" in opaque
+    assert any(data.startswith(b"compiled module") and b"planted.pyc" in data for data in opaque)
+
+
+@pytest.mark.parametrize("blind", [
+    "os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())",
+    "r, w = os.pipe(); os.dup2(w, out.fileno())",
+])
+def test_a_blinded_report_ends_the_process_before_the_text_runs(tmp_path, blind):
+    reports, status = _reports(f'''
+        {blind}
+        exec("open('ran', 'w').close()")
+    ''', tmp_path)
+    assert status == 70
+    assert not (tmp_path / "ran").exists()
+
+
+def test_the_cap_on_one_text_is_reported_as_cut(tmp_path):
+    reports, _ = _reports(f'''
+        exec("x = 0\\n" * {compiled_texts.MAX_TEXT_BYTES // 6 + 10})
+    ''', tmp_path)
+    assert any(kind == "cut" for kind, _ in reports)
+
+
+def test_compiled_texts_keep_each_text_once_within_caps_and_count_what_they_drop(monkeypatch):
+    texts = CompiledTexts()
+    texts.request = ("cell", 3)
+    texts.add("source", [b"x = 1"])
+    texts.add("source", [b"x = 1"])
+    assert list(texts.texts.values()) == ["x = 1"] and list(texts.where.values()) == [("cell", 3)]
+    texts.add("source", [b"\xff\xfe not utf-8"])
+    texts.add("cut", [b"..."])
+    texts.add("forged-kind", [b"y = 2"])
+    texts.add("source", [b"a", b"b"])
+    assert texts.unreadable == 4 and texts.opaque
+    monkeypatch.setattr(compiled_texts, "MAX_TEXTS", 1)
+    texts.add("source", [b"z = 3"])
+    assert texts.unreadable == 5 and "z = 3" not in texts.texts.values()
+
+
+def _notes(texts, opaque=(), cells=("x = 1\n",)):
+    compiled = CompiledTexts()
+    for text in texts:
+        compiled.add("source", [text.encode()])
+    for what in opaque:
+        compiled.add("opaque", [what.encode()])
+    return code_review.runtime_notes(compiled, list(cells), lambda request: 7)
+
+
+def test_a_text_the_notebook_does_not_show_holds_where_the_notebooks_own_code_would():
+    hidden = "__import__('gc').get_objects()"
+    notes = _notes([hidden])
+    assert notes and all(n["holds"] and n["cell"] == 7 for n in notes)
+    assert any("__import__" in n["detail"] for n in notes)
+
+
+def test_cells_libraries_texts_and_plain_hidden_code_do_not_hold():
+    cell = "for name_ in ('a',):\n    value_ = globals()[name_]\n"  # a provided cell, as the runner ran it
+    dataclass = "def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__\n return __repr__"
+    namedtuple = "lambda _cls, a, b: _tuple_new(_cls, (a, b))"
+    assert _notes([cell, cell.strip() + "\n\n", dataclass, namedtuple, "1 + 1"], cells=[cell]) == []
+
+
+def test_unreadable_loads_hold_and_a_long_library_text_lists_a_few_lines():
+    assert [n["category"] for n in _notes([], opaque=["syntax tree"])] == ["dynamic-code"]
+    many = "\n".join(f"exec('x{i} = 1')" for i in range(50))
+    assert len(_notes([many])) == code_review.MAX_NOTES_PER_TEXT
+
+
+def test_opening_a_processs_memory_map_or_memory_is_unreadable_however_the_path_is_spelled(tmp_path):
+    reports, status = _reports('''
+        import os, pathlib
+        open("/".join(["", "proc", "self", "ma" + "ps"])).close()
+        os.symlink("/proc/self/mem", "m")
+        os.close(os.open("m", os.O_RDONLY))
+        open(pathlib.Path("plain.txt"), "w").close()
+        open(str(os.getpid()).join(["/proc/", "/status"])).close()
+    ''', tmp_path)
+    opaque = [data.decode() for kind, data in reports if kind == "opaque"]
+    assert status == 0
+    assert any(o.startswith("opened /proc/") and o.endswith("/maps") for o in opaque), opaque
+    assert any(o.startswith("opened /proc/") and o.endswith("/mem") for o in opaque), opaque
+    assert len(opaque) == 2, opaque
+
+
+def test_a_path_object_is_judged_by_the_path_it_opens(tmp_path):
+    reports, _ = _reports('''
+        class Sneaky:
+            def __fspath__(self):
+                return "/proc/self/maps"
+        open(Sneaky()).close()
+    ''', tmp_path)
+    assert [data[:12] for kind, data in reports if kind == "opaque"] == [b"opened /proc"]
