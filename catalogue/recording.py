@@ -208,7 +208,8 @@ RECORDING = [
     _recorded("attack-record-make-fx", MAKE_FX, "make_fx traces the decomposition at module level"),
     _recorded("attack-record-categorical", CATEGORICAL, "make_fx traces Categorical(logits=t).probs"),
     _recorded("attack-record-jit-trace", JIT_TRACE, "torch.jit.trace records the decomposition"),
-    _recorded("attack-record-compile", COMPILED, "torch.compile with decompositions, warmed up at module level"),
+    _recorded("attack-record-compile", COMPILED, "torch.compile with decompositions, warmed up at module level; "
+              "the code TorchDynamo generates at run time holds too", held=True),
     _recorded("attack-decomposition-in-checks", LOOKED_UP_RULE, "the table's Python function, called in checks"),
     _recorded("attack-record-lazily", LAZY, "recorded on the first call, from a provided check cell"),
     Sample("attack-record-in-thread", "attack", "lose-all", {"softmax": THREAD}, lose=TENSOR_PARTS,

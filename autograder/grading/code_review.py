@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import importlib.util
 import os
 import sys
@@ -133,6 +134,11 @@ def runtime_notes(compiled: "CompiledTexts", sources: Sequence[str], cell_of: Ca
             notes.append({"cell": where, "line": 0, "category": finding.code, "holds": True,
                           "detail": _("运行时才编译的代码（笔记本里看不到）第 {line} 行 {detail}").format(
                               line=finding.line, detail=finding.detail)})
+    for filename, digest, request in compiled.long:
+        if digest not in _library_digests(filename):
+            notes.append({"cell": cell_of(request), "line": 0, "category": "dynamic-code", "holds": True,
+                          "detail": _("运行时载入了评分程序读不到文本的代码：{what}").format(
+                              what=_("一段过长、又不是已安装文件内容的代码（{file}）").format(file=filename[:200]))})
     for what, request in compiled.opaque:
         notes.append({"cell": cell_of(request), "line": 0, "category": "dynamic-code", "holds": True,
                       "detail": _("运行时载入了评分程序读不到文本的代码：{what}").format(what=what)})
@@ -145,11 +151,15 @@ def runtime_notes(compiled: "CompiledTexts", sources: Sequence[str], cell_of: Ca
 _INSTALLATION = tuple(os.path.realpath(p) + os.sep
                       for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, str(guest.GUEST_DIR)})
 MAX_LIBRARY_FILE_BYTES = 8 * 2**20
+TRIPWIRE_PREFIX = "tripwire-"  # the file name tripwires.replace_body gives a new body: tripwire-<module>.<name>
 
 
 @functools.lru_cache(maxsize=1024)
 def _library_source(filename: "str | None", text: str) -> bool:
-    """Whether `text` is, character for character, the source of the installed file it names (read here)."""
+    """Whether `text` is, character for character, the source of the installed file it names (read here), or
+    for a function the tripwires gave a new body (a file name of theirs, no file), a file of its package."""
+    if filename and _tripwire_package(filename):
+        return _sha256(text) in _package_digests(_tripwire_package(filename))
     if not filename or not os.path.isabs(filename):
         return False
     path = os.path.realpath(filename)
@@ -162,6 +172,51 @@ def _library_source(filename: "str | None", text: str) -> bool:
             return importlib.util.decode_source(fh.read()) == text.replace("\r\n", "\n")
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
         return False
+
+
+def _tripwire_package(filename: str) -> "str | None":
+    """The top package of a function the tripwires gave a new body, from the file name its code carries
+    (``guest/tripwires.py``: `tripwire-<module>.<name>` in the guest directory); a traceback through it shows
+    that module's source, which IPython parses."""
+    head, name = os.path.split(filename)
+    if os.path.realpath(head) != os.path.realpath(guest.GUEST_DIR) or not name.startswith(TRIPWIRE_PREFIX):
+        return None
+    package = name[len(TRIPWIRE_PREFIX):].split(".")[0]
+    return package if package.isidentifier() else None
+
+
+@functools.lru_cache(maxsize=8)
+def _package_digests(package: str) -> frozenset:
+    """SHA-256 digests of every installed source file of `package` (read once per grading process)."""
+    spec = importlib.util.find_spec(package)
+    roots = list(spec.submodule_search_locations or ()) if spec else []
+    return frozenset(digest for root in roots for folder, _, files in os.walk(root) for name in files
+                     if name.endswith(".py") for digest in _library_digests(os.path.join(folder, name)))
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@functools.lru_cache(maxsize=8192)
+def _library_digests(filename: str) -> frozenset:
+    """SHA-256 digests of an installed file's content, as bytes and as the text Python reads (UTF-8); for a
+    tripwire's file name, those of every file of its package."""
+    if _tripwire_package(filename):
+        return _package_digests(_tripwire_package(filename))
+    path = os.path.realpath(filename) if os.path.isabs(filename) else ""
+    if not path.startswith(_INSTALLATION) or not path.endswith(".py"):
+        return frozenset()
+    try:
+        if os.path.getsize(path) > MAX_LIBRARY_FILE_BYTES:
+            return frozenset()
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        text = importlib.util.decode_source(raw)
+        return frozenset({hashlib.sha256(raw).hexdigest(),
+                          hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()})
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        return frozenset()
 
 
 @functools.lru_cache(maxsize=4096)

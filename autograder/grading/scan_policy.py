@@ -18,7 +18,7 @@ REVIEW_ATTRS = {
                       "__code__", "__subclasses__", "__builtins__", "_getframe", "__wrapped__", "__dict__",
                       "getclosurevars", "__getattribute__", "__getattr__", "setprofile", "settrace"},
     "native-code": {"CDLL", "PyDLL", "cdll", "pydll", "pythonapi", "LoadLibrary", "load_library", "_C",
-                    "redispatch"},
+                    "redispatch"},  # and RAW_MEMORY, below
     "process-limits": {"setrlimit", "prlimit", "setpriority", "sched_setaffinity", "sched_setscheduler",
                        "sched_setparam"},
     "other-processes": {"killpg", "pthread_kill", "pidfd_open", "pidfd_send_signal"},
@@ -39,6 +39,14 @@ REVIEW_ATTRS = {
                          "provided_files", "_exec_armed", "StudentCodeWatch", "forbidden_call", "_ask_grader",
                          "_exec_demo", "_dispatch_library", "_DispatchModule"},
 }
+# Ways to view memory at an address the code chooses, with no bounds check: numpy's array interfaces (an
+# object whose `__array_interface__` holds a raw address), `as_strided`, `ctypeslib`, torch's storage from a
+# raw pointer.  A red-team pass scanned the heap through them and reset the tripwire libraries.  Any name,
+# attribute, definition or string spelling one of them holds (`native-code`).
+RAW_MEMORY = {"__array_interface__", "__array_struct__", "__cuda_array_interface__", "__array_finalize__",
+              "as_strided", "ctypeslib", "_new_with_weak_ptr", "_new_shared_filename_cpu", "from_address",
+              "string_at", "wstring_at", "addressof", "memmove", "memset", "DummyArray"}
+REVIEW_ATTRS["native-code"] |= RAW_MEMORY
 ATTR_CODE = {name: code for code, names in REVIEW_ATTRS.items() for name in names}
 # Qualified names (after the student's import aliases) whose last part is too common to flag alone.
 QUALNAME_CODE = {

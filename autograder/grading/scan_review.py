@@ -18,6 +18,7 @@ from .scan_policy import (
     MODULE_MUTATORS,
     PYTHON_MAGICS,
     QUALNAME_CODE,
+    RAW_MEMORY,
     READ_ONLY_COMMANDS,
     SO_FILE,
     STREAM_NAMES,
@@ -71,6 +72,8 @@ class ReviewRules:
             add(node, "review", "native-code", repr(value))
         if value in GRADER_STRINGS:
             add(node, "review", "grader-internals", repr(value))
+        if token in RAW_MEMORY:  # `{"__array_interface__": ...}`, `setattr(o, "__array_interface__", ...)`
+            add(node, "review", "native-code", repr(value))
 
     def _review_attribute(self, node, add, skip_module):
         text = ast.unparse(node)
@@ -81,6 +84,8 @@ class ReviewRules:
                 skip_module |= {id(n) for n in ast.walk(node.value)}
         if node.attr in ATTR_CODE:
             add(node, "review", ATTR_CODE[node.attr], text, holds=id(node) not in self.harmless_calls)
+        elif qual and RAW_MEMORY & set(qual.split(".")):  # `from numpy import ctypeslib as c; c.as_array(...)`
+            add(node, "review", "native-code", text)
         if self.qualname(node.value) in STREAM_NAMES and node.attr not in FILE_ATTRIBUTES:
             add(node, "review", "grader-internals", text)  # behind the runner's stream, not a file method
         if qual in QUALNAME_CODE:

@@ -53,6 +53,7 @@ from .scan_policy import (
     LOOKUP_CALLS,
     MODULE_CODE,
     NAME_CODE,
+    RAW_MEMORY,
     STAR_NAMES,
     family,
 )
@@ -417,6 +418,10 @@ class _Scanner(ReviewRules):
                 self._review_annotation(node.annotation, add)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._review_annotation(node.returns, add)
+            spelled = node.id if isinstance(node, ast.Name) else node.name if isinstance(
+                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else None
+            if spelled in RAW_MEMORY:  # `__array_interface__ = ...` in a class body, `def __array_interface__`
+                add(node, "review", "native-code", spelled)
             key = folded_string(node.slice) if isinstance(node, ast.Subscript) else None
             if key and key.split(".")[0] in MODULE_CODE and self.qualname(node.value) == "sys.modules":
                 add(node, "review", MODULE_CODE[key.split(".")[0]], f"sys.modules[{key!r}]")  # a held module

@@ -120,7 +120,7 @@ class RunnerConnection:
                 raise RunnerGone(str(reply))
             header = reply[0] if isinstance(reply, tuple) else None
             if isinstance(header, dict) and header.get("op") == "compiled":
-                self.compiled.add(header.get("kind"), reply[1], header.get("filename"))
+                self.compiled.add(header.get("kind"), reply[1], header.get("filename"), header.get("sha256"))
                 continue
             if request_id is None or (isinstance(header, dict) and header.get("id") == request_id):
                 return reply

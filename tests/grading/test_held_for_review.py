@@ -58,6 +58,11 @@ UNREADABLE = [
     ("typing", "{m}.get_type_hints(H)"),
     ("builtins", "{m}.getattr(torch, name)"),
     ("torch", "{m}.load(f, weights_only=False)"),
+    # memory at an address the code chooses, with no bounds check (a red-team pass scanned the heap this way)
+    ("numpy", "{m}.asarray(type('V', (), {{'__array_interface__': {{'data': (a, False)}}}})())"),
+    ("numpy", "{m}.lib.stride_tricks.as_strided(x, (2 ** 30,), (1,))"),
+    ("numpy", "{m}.ctypeslib.as_array(p, (4,))"),
+    ("torch", "{m}.UntypedStorage._new_with_weak_ptr(a)"),
     # a second red-team pass: each ran torch._refs' softmax rebuilt from its source, unheld, for 105/105
     ("torch", "type({m}.__spec__.loader)(name, path).get_code(name)"),
     ("torch", "{m}.__loader__.get_code(name)"),
@@ -232,3 +237,11 @@ def test_a_match_on_the_students_own_values_is_free():
               "    e = (x - x.amax(dim, keepdim=True)).exp()\n    return e / e.sum(dim, keepdim=True)\n")
     result = scan([source], ["softmax"])
     assert not result.forbidden["softmax"] and not result.held, [(f.code, f.detail) for f in result.review]
+
+
+def test_an_object_that_offers_a_raw_address_holds_however_it_is_written():
+    for source in ("class V:\n    __array_interface__ = {'data': (0, False)}\n",
+                   "class V:\n    @property\n    def __array_interface__(self):\n        return {}\n",
+                   "class V:\n    def __init__(self, a):\n        self.__array_interface__ = {'data': (a, False)}\n",
+                   "v = object()\nsetattr(v, '__array_' + 'interface__', {})\n"):
+        assert scan([source, HAND_SOFTMAX], FUNCTIONS).held, source

@@ -30,6 +30,12 @@ CHILD = textwrap.dedent('''
 
 def _reports(body: str, tmp_path) -> tuple[list[tuple[str, bytes]], int]:
     """(kind, data) of each report the child sent while running `body`, and its exit status."""
+    frames, status = _frames(body, tmp_path)
+    return [(header["kind"], data) for header, data in frames], status
+
+
+def _frames(body: str, tmp_path) -> tuple[list[tuple[dict, bytes]], int]:
+    """(header, data) of each report the child sent while running `body`, and its exit status."""
     read, write = os.pipe()
     script = CHILD.format(guest=str(GUEST_DIR), fd=write, body=textwrap.dedent(body))
     proc = subprocess.Popen([sys.executable, "-c", script], pass_fds=(write,), cwd=tmp_path,
@@ -43,7 +49,7 @@ def _reports(body: str, tmp_path) -> tuple[list[tuple[str, bytes]], int]:
             except EOFError:
                 break
             assert header["op"] == "compiled"
-            reports.append((header["kind"], blobs[0]))
+            reports.append((header, blobs[0]))
     status = proc.wait(timeout=120)
     assert status in (0, 70), proc.stderr.read().decode()[-2000:]
     return reports, status
@@ -186,3 +192,31 @@ def test_a_path_object_is_judged_by_the_path_it_opens(tmp_path):
         open(Sneaky()).close()
     ''', tmp_path)
     assert [data[:12] for kind, data in reports if kind == "opaque"] == [b"opened /proc"]
+
+
+def test_a_memory_file_opened_relative_to_a_directory_descriptor_is_unreadable(tmp_path):
+    reports, _ = _reports('''
+        import os
+        where = os.open("/proc/self", os.O_RDONLY)
+        os.close(os.open("maps", os.O_RDONLY, dir_fd=where))
+    ''', tmp_path)
+    assert [data.startswith(b"opened ") and data.endswith(b"/maps") for kind, data in reports
+            if kind == "opaque"] == [True], reports
+
+
+def test_a_long_text_is_sent_by_digest_and_passes_only_as_the_installed_file_it_names(tmp_path):
+    import torch.nn.functional as F
+
+    assert os.path.getsize(F.__file__) > compiled_texts.MAX_TEXT_BYTES
+    frames, _ = _frames(f'''
+        import ast
+        source = open({F.__file__!r}).read()
+        ast.parse(source, {F.__file__!r})              # IPython does this to show a traceback through it
+        ast.parse(source + "\\nx = 1", {F.__file__!r})  # the same file name, another text
+    ''', tmp_path)
+    compiled = CompiledTexts()
+    for header, data in frames:
+        compiled.add(header["kind"], [data], header.get("filename"), header.get("sha256"))
+    assert len(compiled.long) == 2 and compiled.unreadable == 0
+    notes = code_review.runtime_notes(compiled, [], lambda request: 0)
+    assert len(notes) == 1 and "functional.py" in notes[0]["detail"], notes

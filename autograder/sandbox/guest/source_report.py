@@ -15,6 +15,7 @@ reads, and checks before each write that the stream's descriptor is still the pi
 the process otherwise (a runner that ends shows the grader nothing, which earns nothing).  To reach the
 hook's own state, code must first use what the scan holds or compile text, which is reported first.
 """
+import hashlib
 import json
 import os
 import pathlib
@@ -23,11 +24,11 @@ import struct
 import sys
 import traceback
 
-MAX_TEXT_BYTES = 256 * 1024  # a longer text is reported cut short, and the grader cannot read it
+MAX_TEXT_BYTES = 256 * 1024  # a longer text is reported by its digest (a library file's, or unreadable)
 # A process's memory map and memory, under /proc (after symbolic links are followed): what a heap scan reads
 # and writes.  Opening one is reported as unreadable, whatever name the path was built from.
-_PROCESS_MEMORY = re.compile(r"/proc/(?:\d+|self|thread-self)(?:/task/\d+)?/(?:maps|smaps|smaps_rollup|numa_maps|mem"
-                             r"|pagemap)\Z")
+_MEMORY_FILES = ("maps", "smaps", "smaps_rollup", "numa_maps", "mem", "pagemap")
+_PROCESS_MEMORY = re.compile(rf"/proc/(?:\d+|self|thread-self)(?:/task/\d+)?/(?:{'|'.join(_MEMORY_FILES)})\Z")
 # Where IPython compiles a syntax tree made from text it has just parsed (reported then): while it runs a
 # cell, and in `%time`/`%timeit`.  A tree compiled from anywhere else is unreadable.
 _IPYTHON = os.sep + os.path.join("IPython", "core", "")
@@ -49,12 +50,14 @@ def install(stream) -> None:
         traceback._extract_caret_anchors_from_line_segment = lambda segment: None
     write, flush, fstat, exit_now, dumps, pack = stream.write, stream.flush, os.fstat, os._exit, json.dumps, struct.pack
     getframe, realpath, str_type, bytes_type = sys._getframe, os.path.realpath, str, bytes
-    tree_from_ipython, pyc_path = _ipython_tree, _pyc_path
-    fsdecode, process_memory = os.fsdecode, _PROCESS_MEMORY
+    tree_from_ipython, pyc_path, sha256 = _ipython_tree, _pyc_path, hashlib.sha256
+    fsdecode, process_memory, basename = os.fsdecode, _PROCESS_MEMORY, os.path.basename
+    memory_files, any_pid = frozenset(_MEMORY_FILES), re.compile(r"/proc/\d+/")
     plain_paths = (pathlib.PosixPath, pathlib.PurePosixPath)
 
-    def send(kind, data, filename=None):
-        header = dumps({"op": "compiled", "kind": kind, "filename": filename, "blobs": [len(data)]}).encode()
+    def send(kind, data, filename=None, digest=None):
+        header = dumps({"op": "compiled", "kind": kind, "filename": filename, "sha256": digest,
+                        "blobs": [len(data)]}).encode()
         try:
             if _identity_of(fstat(fd)) != identity:
                 exit_now(70)
@@ -76,14 +79,22 @@ def install(stream) -> None:
                 send("opaque", b"syntax tree")
                 return
             filename = args[1] if len(args) > 1 and type(args[1]) is str_type else None
-            kind = "source" if len(data) <= MAX_TEXT_BYTES else "cut"
-            send(kind, data[:MAX_TEXT_BYTES], filename[:4096] if filename else None)
+            filename = filename[:4096] if filename else None
+            if len(data) <= MAX_TEXT_BYTES:
+                send("source", data, filename)
+            else:  # too long to send: its digest, which the grader compares with the file it names
+                send("cut", data[:1024], filename, sha256(data).hexdigest())
         elif event == "open":
             path = args[0] if args else None
             if type(path) in (str_type, bytes_type) or type(path) in plain_paths:
-                opened = realpath(fsdecode(path))
-                if process_memory.match(opened):
-                    send("opaque", b"opened " + opened.encode("utf-8", "replace")[:200])
+                name = fsdecode(path)
+                opened = realpath(name)
+                # `os.open` (no mode) of a relative name may be relative to any directory (`dir_fd`), which
+                # the event does not carry: there, the file's own name decides.
+                relative = len(args) > 1 and args[1] is None and not name.startswith("/")
+                if process_memory.match(opened) or (relative and basename(name) in memory_files):
+                    shown = any_pid.sub("/proc/<pid>/", opened)  # the same words in every run
+                    send("opaque", b"opened " + shown.encode("utf-8", "replace")[:200])
             elif type(path) is not int:
                 send("opaque", b"opened a path given as an object")
         elif event == "marshal.loads":
