@@ -347,7 +347,7 @@ def test_lesson_renders_and_stubs_fail_helpfully(notebook):
     message = lab_ui.cell(page, check).locator(".jp-OutputArea-output", has_text="还没有实现")
     message.scroll_into_view_if_needed()
     expect(message).to_be_visible()
-    expect(message).to_contain_text("apply_mask 还没有实现：请先完成上面的单元格，再运行这个检查。")
+    expect(message).to_contain_text("apply_mask 还没有实现：请先完成上面定义它的单元格，再运行这个检查。")
     _shot(lab_ui.cell(page, check - 1), "05-stub-cell-before-check")
     _shot(lab_ui.cell(page, check), "05-check-not-implemented-message")
     heatmap = next(i for i, c in lab_ui.release_cells() if lab_ui.grade_id(c) == "heatmap")
