@@ -154,24 +154,10 @@ MAX_LIBRARY_FILE_BYTES = 8 * 2**20
 TRIPWIRE_PREFIX = "tripwire-"  # the file name tripwires.replace_body gives a new body: tripwire-<module>.<name>
 
 
-@functools.lru_cache(maxsize=1024)
 def _library_source(filename: "str | None", text: str) -> bool:
-    """Whether `text` is, character for character, the source of the installed file it names (read here), or
-    for a function the tripwires gave a new body (a file name of theirs, no file), a file of its package."""
-    if filename and _tripwire_package(filename):
-        return _sha256(text) in _package_digests(_tripwire_package(filename))
-    if not filename or not os.path.isabs(filename):
-        return False
-    path = os.path.realpath(filename)
-    if not path.startswith(_INSTALLATION) or not path.endswith(".py"):
-        return False
-    try:
-        if os.path.getsize(path) > MAX_LIBRARY_FILE_BYTES:
-            return False
-        with open(path, "rb") as fh:
-            return importlib.util.decode_source(fh.read()) == text.replace("\r\n", "\n")
-    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
-        return False
+    """Whether `text` is the source of the installed file it names (read here, once per file), or for a
+    function the tripwires gave a new body (a file name of theirs, no file), of a file of its package."""
+    return bool(filename) and _sha256(text) in _library_digests(filename)
 
 
 def _tripwire_package(filename: str) -> "str | None":
