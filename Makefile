@@ -6,7 +6,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # CPU machines: pin the CPU build of torch (an unpinned torch pulls a multi-GB CUDA build).
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: install system-deps hub-deps test-deps hub hub-root-check hub-stop notebooks release messages demo lint test test-fast docs gpu-check bench clean
+.PHONY: install kernel-tripwires system-deps hub-deps test-deps hub hub-root-check hub-stop notebooks release messages demo lint test test-fast docs gpu-check bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -17,9 +17,13 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# bubblewrap (sandbox) and Chromium (browser tests) come from Debian packages.
+# bubblewrap (sandbox), g++ (the kernel tripwires) and Chromium (browser tests) come from Debian packages.
 system-deps:
 	@bash tools/system_deps.sh
+
+# The runner's C++ kernel tripwires, compiled against the installed torch (once per torch version).
+kernel-tripwires: install system-deps
+	$(PY) -m autograder.sandbox.kernel_tripwires
 
 # configurable-http-proxy (JupyterHub's proxy) from npm, pinned in hub/package-lock.json.
 hub/node_modules/.installed: hub/package.json hub/package-lock.json
@@ -62,7 +66,7 @@ release: notebooks
 	@for a in $(EDITIONS); do echo "nbgrader generate_assignment $$a --force"; \
 	  nbgrader generate_assignment $$a --force --log-level=WARN || exit 1; done
 
-demo: install system-deps release
+demo: install system-deps kernel-tripwires release
 	$(PY) -m autograder.cli demo
 
 # ruff (pyproject.toml; the lesson's code cells in the built source notebooks) and the import layers (.importlinter)
@@ -76,7 +80,7 @@ lint: install
 docs: install
 	$(PY) -m mkdocs build --strict --site-dir .artifacts/site
 
-test: install system-deps hub-deps test-deps lint docs
+test: install system-deps kernel-tripwires hub-deps test-deps lint docs
 	$(PY) -m pytest -q --durations=12
 
 test-fast: install lint

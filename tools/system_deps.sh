@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install the Debian packages the course needs, when missing and when we can.
-# bubblewrap: the grading sandbox.  chromium + chromium-driver + fonts-noto-cjk: browser tests.
+# bubblewrap: the grading sandbox.  g++: the runner's kernel tripwires (autograder/sandbox/kernel_tripwires.py).  chromium + chromium-driver + fonts-noto-cjk: browser tests.
 set -euo pipefail
 missing=()
 command -v bwrap >/dev/null || missing+=(bubblewrap)
+command -v g++ >/dev/null || missing+=(g++)
 command -v chromium >/dev/null || missing+=(chromium chromium-driver)
 # CJK fonts, so the Chinese lesson and feedback render in browser screenshots.
 fc-list :lang=zh 2>/dev/null | grep -q . || missing+=(fonts-noto-cjk)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from . import launcher
+from . import kernel_tripwires, launcher
 
 OPTION = "c.SandboxedExecute.allow_unisolated = True"
 REFUSED = "refusing to run student code"
@@ -38,6 +38,10 @@ def banner(status: launcher.SandboxStatus) -> str:
 def require(allow_unisolated: bool, say: Optional[Callable[[str], None]] = None) -> launcher.SandboxStatus:
     """The sandbox's status; raises `IsolationRefused` where it cannot start and that is not allowed, and
     hands the `banner` to `say` where it is."""
+    try:  # every runner loads it, isolated or not; built here once, before any student's code runs
+        kernel_tripwires.ensure_built(say)
+    except kernel_tripwires.BuildError as exc:
+        raise IsolationRefused(f"{REFUSED}: {exc}") from None
     status = launcher.probe()
     if not status.isolated:
         if not allow_unisolated:

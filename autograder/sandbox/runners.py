@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Optional, Protocol, Union
 
-from . import launcher, procs
+from . import kernel_tripwires, launcher, procs
 from .guest import FILES, ZYGOTE, wire
 
 if TYPE_CHECKING:
@@ -87,6 +87,7 @@ def runner_command(limits: launcher.Limits) -> tuple[list[str], list[Path]]:
     what it was given on fd 0: a control socket, or a runner's pipe).  The
     numbers are a zygote's runners' RLIMIT_NPROC and uid range.
     """
+    kernel_tripwires.ensure_built()  # mounted below; a runner cannot start without it
     numbers = (limits.max_processes, launcher.UID_BASE, launcher.UID_SPAN)
     return [sys.executable, "-I", str(ZYGOTE), *map(str, numbers)], list(FILES)
 

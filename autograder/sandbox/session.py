@@ -235,18 +235,20 @@ class StudentSession:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _exchange(self, msg, blobs, timeout):
+    def _exchange(self, msg, blobs, timeout, cell=None):
+        """One request and its reply; `cell` is the position of the cell an "exec" runs (what the texts it
+        compiles are charged to)."""
         request_id = secrets.token_hex(8)
         # Only while a demo cell runs does this side compute the built-ins the cell's own code calls.
         builtins = DemoBuiltins() if msg.get("op") == "exec" and msg.get("demo") else None
         self.compiled.request = ("call", msg.get("fn")) if msg.get("op") == "call" else \
-            ("cell", self.cells.index(msg["source"])) if msg.get("source") in self.cells else ()
+            ("cell", cell) if cell is not None else ()
         return self._runner.request(msg, blobs, request_id, self._deadline(timeout), self._watch, builtins)
 
-    def _request(self, msg, blobs, timeout):
+    def _request(self, msg, blobs, timeout, cell=None):
         if self._runner is None:
             self._restart()
-        return self._exchange(msg, blobs, timeout)
+        return self._exchange(msg, blobs, timeout, cell)
 
     def _restart(self):
         """Start a fresh runner and replay the student cells that ran before.
@@ -272,7 +274,7 @@ class StudentSession:
                     display = pos in self.display_cells
                     quiet = display or pos in self.known_outputs
                     self._exchange({"op": "exec", "source": self.cells[pos], "quiet": quiet, **self._roles(pos)}, [],
-                                   self.budget.display_cell_timeout if display else self.budget.cell_timeout)
+                                   self.budget.display_cell_timeout if display else self.budget.cell_timeout, pos)
                 return
             except (TimeoutError, RunnerGone) as exc:
                 if current is None:
@@ -301,7 +303,7 @@ class StudentSession:
                 msg = {"op": "exec", "source": source, **self._roles(pos)}
                 if known is not None:
                     msg["figures"] = False
-                reply, _blobs = self._with_retry(msg, [], timeout)
+                reply, _blobs = self._with_retry(msg, [], timeout, pos)
                 self.report.cell_seconds[pos] = time.monotonic() - started
                 ok = isinstance(reply, dict) and reply.get("status") == "ok"
                 shown = reply.get("outputs", []) if isinstance(reply, dict) else []
@@ -381,7 +383,7 @@ class StudentSession:
         self._kill()
         return CallResult(status, evalue=detail)
 
-    def _with_retry(self, msg, blobs, timeout):
+    def _with_retry(self, msg, blobs, timeout, cell=None):
         """One request; past its limit, once more on a fresh runner (earlier cells replayed) before
         the overrun counts: a loaded machine, not the student's code, may have made it slow.  Not
         when this side's own reading of the kernel's accounting (``load_evidence.py``, which the
@@ -396,7 +398,7 @@ class StudentSession:
         runner = self._runner
         self._watch = LoadWatch(runner.pid) if runner.answered and runner.pid is not None else None
         try:
-            return self._request(msg, blobs, timeout)
+            return self._request(msg, blobs, timeout, cell)
         except TimeoutError:
             had_a_core = self._watch is not None and self._watch.had_a_core()  # before the kill
             self._kill()
@@ -410,7 +412,7 @@ class StudentSession:
             self._watch = None
         self._free_restart = True
         try:
-            return self._request(msg, blobs, timeout)
+            return self._request(msg, blobs, timeout, cell)
         finally:
             self._free_restart = False
 

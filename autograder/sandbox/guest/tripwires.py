@@ -14,10 +14,10 @@ switch, no original function and no library handle that could lift them
   ``F.scaled_dot_product_attention``, ...: functions written in C) is replaced
   there by a function that does the same; the C function itself still exists,
   but it only reaches the aten kernels;
-- every aten kernel of the families is overridden by one that raises, through
-  a dispatcher library whose Python object is then leaked (its reference
-  count raised, every reference dropped): nothing can deregister it, and the
-  built-in kernels it overrides stay out of reach.
+- every aten kernel of the families is overridden by one that raises,
+  registered from C++ (``kernel_tripwires.cpp``) through dispatcher libraries
+  that have no Python object: nothing can deregister them, and the built-in
+  kernels they override stay out of reach.
 
 `forbidden_call` raises, unless a provided cell that demonstrates a built-in
 made the call with its own code: then it asks the trusted grader for the
@@ -25,7 +25,6 @@ result, which the grader gives only while it runs such a cell
 (``sandbox/demo_builtins.py``).  So a student's code that fakes the runner's
 view of who is calling gains nothing: the decision is the grader's.
 """
-import ctypes
 import gc
 import importlib
 import os
@@ -148,30 +147,18 @@ def aten_plan() -> list:
 
 
 def _override_kernels(runner) -> None:
-    """Override every planned kernel by one that raises, through libraries nothing can reach afterwards."""
-    import torch
+    """Override every planned kernel by one that raises, registered from C++ (``kernel_tripwires.cpp``):
+    the dispatcher libraries that hold them have no Python object, so nothing can deregister them."""
+    import kernel_tripwires  # built on the trusted side, mounted beside this file
 
-    def aten_tripwire(op_name: str) -> Callable:
-        def kernel(*args, **kwargs):
-            runner.forbidden_used.append(op_name)
-            raise ForbiddenAPIError(_(FORBIDDEN_KERNEL).format(name=op_name))
-        return kernel
+    def report(op_name: str) -> None:
+        runner.forbidden_used.append(op_name)
+        raise ForbiddenAPIError(_(FORBIDDEN_KERNEL).format(name=op_name))
 
-    libraries = {}
-    for namespace, name, key in aten_plan():
-        library = libraries.get(namespace)
-        if library is None:
-            library = libraries[namespace] = torch._C._dispatch_library("IMPL", namespace, "", "<tripwires>", 0)
-        try:
-            library.impl(name, key, aten_tripwire(f"{namespace}::{name}"), False)
-        except Exception:  # noqa: BLE001 - op or key absent in this build
-            pass
-    for library in libraries.values():
-        # The C++ library deregisters its kernels when it is freed, and `reset()` does it at once: keep it
-        # alive with a reference no Python object holds.  It is not tracked by the collector, so no walk
-        # of the process finds it.
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(library))
-    libraries.clear()
+    plan = aten_plan()
+    registered = kernel_tripwires.install(plan, report)
+    if not registered and plan:
+        raise RuntimeError("no kernel tripwire could be registered")
 
 
 def _trusted_prefixes() -> tuple:
