@@ -41,7 +41,7 @@ $(AXE_DIR)/node_modules/.installed: $(AXE_DIR)/package.json $(AXE_DIR)/package-l
 test-deps: $(AXE_DIR)/node_modules/.installed
 
 # The course as deployed: JupyterHub, nbgrader exchange, one Unix user per person (needs root).
-hub: hub-root-check hub-deps system-deps
+hub: hub-root-check hub-deps system-deps kernel-tripwires
 	$(PY) -m hub.control start
 
 hub-root-check:

@@ -66,7 +66,7 @@ QUALNAME_CODE = {
                      "types.MethodType",
                      # string annotations evaluated; objects rebuilt from files (pickle inside)
                      "typing.get_type_hints", "typing.ForwardRef", "typing_extensions.get_type_hints",
-                     "torch.load", "torch.serialization.load", "numpy.load",
+                     "torch.load", "torch.serialization.load", "numpy.load", "pandas.read_pickle",
                      # names resolved from strings
                      "string.Formatter", "logging.config.BaseConfigurator", "logging.config.DictConfigurator",
                      "logging.config.dictConfig", "logging.config.fileConfig", "logging.config.listen",
@@ -87,7 +87,10 @@ MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
                                 "shelve", "dill", "cloudpickle", "doctest", "pdb", "bdb", "cProfile", "profile",
                                 "trace", "pydoc", "zipimport", "imp", "pkgutil", "importlib", "builtins",
                                 # the import system's own modules: they build code from any bytes and any path
-                                "_imp", "_frozen_importlib", "_frozen_importlib_external"),
+                                "_imp", "_frozen_importlib", "_frozen_importlib_external",
+                                # loaders that import modules and call functions named in the data they read
+                                # (`!!python/object/apply:builtins.vars`): names the scan never sees
+                                "yaml", "_yaml", "ruamel", "jsonpickle", "joblib", "pkg_resources"),
                                "dynamic-code"),
                **dict.fromkeys(GRADER_STRINGS, "grader-internals")}
 # Uses of a flagged module that only read or tidy what the student's code made: flagged, never held.
@@ -102,7 +105,8 @@ READ_ONLY_COMMANDS = {"nvidia-smi", "ls", "pwd", "nproc", "free", "lscpu", "unam
 # softmax(x), number=100)`): flagged, never held.  A string statement or `globals` is source text run.
 TIMING_CALLS = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}
 HARMLESS = {"gc.collect", "inspect.signature", "inspect.getsource", "inspect.getdoc", "inspect.isfunction",
-            "inspect.isclass", "inspect.ismethod", "pickle.dump", "pickle.dumps", "pdb.set_trace"}
+            "inspect.isclass", "inspect.ismethod", "pickle.dump", "pickle.dumps", "pdb.set_trace",
+            "yaml.safe_load", "yaml.safe_load_all", "yaml.safe_dump", "yaml.safe_dump_all"}
 NAME_CODE = {"exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic-code",
              "__import__": "dynamic-code", "__builtins__": "introspection"}
 LOOKUP_BUILTINS = {"getattr", "setattr", "delattr", "vars", "globals"}  # flagged when passed around, not called

@@ -210,13 +210,52 @@ def test_a_long_text_is_sent_by_digest_and_passes_only_as_the_installed_file_it_
     assert os.path.getsize(F.__file__) > compiled_texts.MAX_TEXT_BYTES
     frames, _ = _frames(f'''
         import ast
+        import torch, torch.nn.functional as F
+        # IPython's display of a traceback through functional.py parses that file (a long text), with stack_data.
+        import stack_data
+        stack_data.Source.for_filename(F.__file__)
         source = open({F.__file__!r}).read()
-        ast.parse(source, {F.__file__!r})              # IPython does this to show a traceback through it
-        ast.parse(source + "\\nx = 1", {F.__file__!r})  # the same file name, another text
+        ast.parse(source + "\\nx = 1", {F.__file__!r})  # the same file name, another text, not from a display
     ''', tmp_path)
     compiled = CompiledTexts()
     for header, data in frames:
         compiled.add(header["kind"], [data], header.get("filename"), header.get("sha256"))
-    assert len(compiled.long) == 2 and compiled.unreadable == 0
+    assert len(compiled.long) == 1 and compiled.long[0][0] == F.__file__  # the display's parse
+    opaque = [what for what, _ in compiled.opaque if not what.startswith("opened /proc/")]  # importing torch
+    assert [what.startswith("compiled again ") and what.endswith("functional.py") for what in opaque] == [True], \
+        opaque  # the other text
     notes = code_review.runtime_notes(compiled, [], lambda request: 0)
-    assert len(notes) == 1 and "functional.py" in notes[0]["detail"], notes
+    assert len([n for n in notes if "functional.py" in n["detail"]]) == 1, notes
+
+
+def test_an_installed_module_compiled_again_is_unreadable_however_its_code_is_loaded(tmp_path):
+    """A second load of an imported module's code gives back the functions the tripwires replaced: its
+    source compiled under its own name, its .pyc through the import system's loader, or bytes that are not
+    that .pyc passed off as it (a caller chooses the path `_compile_bytecode` is given)."""
+    reports, status = _reports('''
+        import importlib.util, json, marshal
+        from importlib._bootstrap_external import _compile_bytecode
+        path = json.__file__
+        compile(open(path).read(), path, "exec")
+        cached = importlib.util.cache_from_source(path)
+        _compile_bytecode(open(cached, "rb").read()[16:], "json", cached)
+        _compile_bytecode(marshal.dumps(compile("x = 1", "<hidden>", "exec")), "json", cached)
+    ''', tmp_path)
+    opaque = [data.decode() for kind, data in reports if kind == "opaque"]
+    assert status == 0
+    assert any(text.startswith("compiled again ") and text.endswith("json/__init__.py") for text in opaque), opaque
+    assert any(text.startswith("compiled module again ") for text in opaque), opaque
+    assert any(text.startswith("compiled module ") and "again" not in text for text in opaque), opaque
+
+
+def test_a_first_import_and_a_traceback_display_are_not_reported(tmp_path):
+    """A module imported for the first time after the hook (from its .pyc, or from source), and IPython's
+    display of a traceback through installed files, which parses them again."""
+    reports, status = _reports('''
+        import sys
+        sys.dont_write_bytecode = True
+        import csv, wave  # not imported before
+        shell.run_cell("import json\\njson.loads('{')")
+    ''', tmp_path)
+    opaque = [data.decode() for kind, data in reports if kind == "opaque"]
+    assert status == 0 and opaque == []

@@ -10,6 +10,12 @@ recognised by the grader, which reads the file itself.  Code that is loaded with
 a writable directory, an AST compiled outside IPython's running of a cell) is reported as unreadable, and
 so is opening a process's memory map or memory under ``/proc``.
 
+An installed file's code is loaded once per process: its source compiled, or its ``.pyc`` (whose bytes
+must be the file's) loaded, a second time is reported as unreadable too.  The tripwires give torch's
+functions of the families new bodies (``tripwires.py``); compiling the module again would give the
+original ones back, from text the grader accepts as the library's own.  Only IPython's traceback display
+parses an installed file again, and it builds no code from it.
+
 The hook holds no switch.  An audit hook cannot be removed; it writes to the protocol stream the grader
 reads, and checks before each write that the stream's descriptor is still the pipe it was given, ending
 the process otherwise (a runner that ends shows the grader nothing, which earns nothing).  To reach the
@@ -36,6 +42,11 @@ _COMPILER = os.sep + "codeop.py"  # IPython's compiler is the standard library's
 _TREE_COMPILERS = ((("interactiveshell.py", "run_ast_nodes"), ("interactiveshell.py", "run_cell_async")),
                    ((os.path.join("magics", "execution.py"), "timeit"),),
                    ((os.path.join("magics", "execution.py"), "time"),))
+# Where a traceback's display parses the files it shows (syntax trees only, never code).
+_DISPLAY = tuple(os.sep + os.path.join(name, "")
+                 for name in ("stack_data", "executing", os.path.join("IPython", "core")))
+_PARSE = os.sep + "ast.py"  # `ast.parse`, through which the display compiles
+_INSTALLED = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
 
 
 def install(stream) -> None:
@@ -43,6 +54,8 @@ def install(stream) -> None:
     fd = stream.fileno()
     identity = _identity(fd)
     trusted_roots = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    installed = (*trusted_roots, os.path.dirname(os.path.realpath(__file__)) + os.sep)
+    loaded = _loaded_files()  # installed files whose code this process has loaded: loading one again is reported
     sys.dont_write_bytecode = True  # a student's own module is read as text on every import, never as .pyc
     # The runner's tracebacks are formatted without parsing fragments of source lines (Python 3.11's carets):
     # a fragment of torch's or the runner's code would reach the grader as a text it cannot place.
@@ -50,7 +63,8 @@ def install(stream) -> None:
         traceback._extract_caret_anchors_from_line_segment = lambda segment: None
     write, flush, fstat, exit_now, dumps, pack = stream.write, stream.flush, os.fstat, os._exit, json.dumps, struct.pack
     getframe, realpath, str_type, bytes_type = sys._getframe, os.path.realpath, str, bytes
-    tree_from_ipython, pyc_path, sha256 = _ipython_tree, _pyc_path, hashlib.sha256
+    tree_from_ipython, pyc_path, sha256, display, same_bytes = _ipython_tree, _pyc_path, hashlib.sha256, _display, \
+        _is_pyc_of
     fsdecode, process_memory, basename = os.fsdecode, _PROCESS_MEMORY, os.path.basename
     memory_files, any_pid = frozenset(_MEMORY_FILES), re.compile(r"/proc/\d+/")
     plain_paths = (pathlib.PosixPath, pathlib.PurePosixPath)
@@ -80,6 +94,13 @@ def install(stream) -> None:
                 return
             filename = args[1] if len(args) > 1 and type(args[1]) is str_type else None
             filename = filename[:4096] if filename else None
+            if filename and filename.startswith("/") and not display(getframe(1)):
+                path = realpath(filename)
+                if path.startswith(installed):
+                    if path in loaded:
+                        send("opaque", b"compiled again " + path.encode("utf-8", "replace")[-180:])
+                        return
+                    loaded.add(path)
             if len(data) <= MAX_TEXT_BYTES:
                 send("source", data, filename)
             else:  # too long to send: its digest, which the grader compares with the file it names
@@ -100,10 +121,54 @@ def install(stream) -> None:
         elif event == "marshal.loads":
             caller = getframe(1)
             path = pyc_path(caller.f_code, caller.f_locals)
-            if not path or not realpath(path).startswith(trusted_roots):
+            real = realpath(path) if path else ""
+            if not real.startswith(trusted_roots) or not same_bytes(real, args[0] if args else None):
                 send("opaque", b"compiled module " + str_type(path).encode("utf-8", "replace")[:200])
+            elif real in loaded:
+                send("opaque", b"compiled module again " + real.encode("utf-8", "replace")[-170:])
+            else:
+                loaded.add(real)
+                source = caller.f_locals.get("source_path")
+                if type(source) is str_type:
+                    loaded.add(realpath(source))
 
     sys.addaudithook(hook)
+
+
+def _loaded_files() -> set:
+    """The real paths of the source and compiled files of every module imported so far."""
+    found = set()
+    for module in list(sys.modules.values()):
+        for attr in ("__file__", "__cached__"):
+            try:
+                path = vars(module).get(attr)
+            except TypeError:
+                continue
+            if type(path) is str and path.startswith("/"):
+                found.add(os.path.realpath(path))
+    return found
+
+
+def _display(frame) -> bool:
+    """Whether a compile is a traceback display's parse: `ast.parse` called from stack_data, executing or
+    IPython's own modules (a syntax tree only: compiling that tree to code is reported by itself)."""
+    if frame is None or not frame.f_code.co_filename.endswith(_PARSE) or frame.f_code.co_name != "parse":
+        return False
+    caller = frame.f_back
+    if caller is None or not any(place in caller.f_code.co_filename for place in _DISPLAY):
+        return False
+    return os.path.realpath(caller.f_code.co_filename).startswith(_INSTALLED)  # their files, not a namesake
+
+
+def _is_pyc_of(path: str, data) -> bool:
+    """Whether `data` (what the import system unmarshals) is the code in the compiled file at `path`."""
+    if type(data) not in (bytes, bytearray, memoryview):
+        return False
+    try:
+        with open(path, "rb") as file:
+            return file.read()[16:] == bytes(data)  # after the .pyc header (magic, flags, source stamp)
+    except OSError:
+        return False
 
 
 def _identity(fd):
