@@ -19,6 +19,7 @@ from autograder.demo import course, submissions
 from autograder.grading import record
 from autograder.nbgrader.trusted_scoring import SUMMARY_KEY
 from autograder.notebook.editions import COURSE, edition_of, seed_assignment
+from tests.support.feedback_page import story_problems
 from tests.support.grading import FAST_LIMITS
 
 ENGLISH = "sdpa_en"
@@ -83,6 +84,10 @@ def test_the_same_code_scores_the_same_in_both_editions(graded_course, tmp_path)
         in_chinese = _results(graded_course["root_of"](student), COURSE, student)
         assert _results(stock, ENGLISH, student) == in_chinese, student
         assert _results(parallel, ENGLISH, student) == in_chinese, student
+    course.nbgrader(stock, "generate_feedback", ENGLISH, check=False)
+    pages = {student: course.feedback_html(stock, student, ENGLISH).read_text() for student in SAMPLES}
+    assert {student: story_problems(page) for student, page in pages.items() if story_problems(page)} == {}
+    assert "(awaiting your instructor's grade, out of 2.5)" in pages["correct-reference"]
     bug = _results(stock, ENGLISH, "bug-mask-inverted")
     assert "mask-inverted" in record.codes_named(bug)
     assert any(check["example"] for cell in bug["cells"] for check in cell["checks"]), "no example was compared"

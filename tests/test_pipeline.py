@@ -11,7 +11,7 @@ from autograder.grading.misconceptions import CATALOGUE as CODES
 from autograder.sandbox.outputs import SAFE_DATA
 from catalogue.attacks import PWNED
 from catalogue.charging import MACHINE_DEPENDENT
-from tests.support.feedback_page import executable
+from tests.support.feedback_page import executable, story_problems
 from tests.support.grading import grading_report
 from tests.support.points import AUTOMATIC
 
@@ -70,6 +70,20 @@ def test_feedback_has_summary_and_no_hidden_code(graded_course):
     assert "项隐藏检查" in html and "[mask-inverted]" in html
     for secret in ("run_hidden_checks(", "expect_tensor", "masked_fill(~mask, float(\"-inf\"))", "BEGIN HIDDEN"):
         assert secret not in html
+
+
+STORY_SAMPLES = [s.name for s in catalogue.BUGS] + ["correct-reference", "empty-release"]
+
+
+def test_each_feedback_page_tells_one_story(graded_course):
+    """Every single-mistake sample's page (and a correct and a blank one): no Python repr, no part with full
+    marks called failed, no explanation said twice in one part, tables laid out as tables; a written answer
+    not graded yet reads as awaiting the instructor, not as 0."""
+    pages = {name: course.feedback_html(graded_course["root_of"](name), name).read_text() for name in STORY_SAMPLES}
+    assert {name: story_problems(page) for name, page in pages.items() if story_problems(page)} == {}
+    assert "（等待助教评分，满分 2.5）" in pages["correct-reference"]
+    assert "（得分：0.0 / 2.5）" not in pages["correct-reference"]
+    assert "还没有填写" in pages["empty-release"]
 
 
 def test_export_matches_gradebook(graded_course):

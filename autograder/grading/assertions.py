@@ -17,7 +17,7 @@ import torch
 
 from ..i18n import _
 from ..sandbox.guest import forbidden
-from ..sandbox.guest.wire import STRIDED, TensorSpec
+from ..sandbox.guest.wire import STRIDED, OpaqueObject, TensorSpec
 from . import cases, mutants, tolerances
 
 if TYPE_CHECKING:
@@ -423,8 +423,9 @@ def expect_number(value: Any, expected: Any, *, what: str, tol: float = HAND_TOL
     got = _as_floats(value)
     want = _as_floats(expected)
     if got is None:
-        raise CheckFailed(_("{what}：还没有填写，或者不是数字（收到 {value}）。").format(
-            what=what, value=f"{value!r:.60}"))
+        if _blank(value):
+            raise CheckFailed(_("{what}：还没有填写。").format(what=what))
+        raise CheckFailed(_("{what}：应是一个数（或一列数），收到的是 {form}。").format(what=what, form=_form(value)))
     if len(got) != len(want):
         raise CheckFailed(_("{what}：应有 {expected} 个数，收到 {actual} 个。").format(
             what=what, expected=len(want), actual=len(got)))
@@ -462,8 +463,36 @@ def _as_floats(value, depth=0):
     return None
 
 
+def not_an_answer(name: str, value: Any, wanted: str) -> CheckFailed:
+    """The failure for an answer variable of the wrong form: "not filled in yet" while it is still `...`,
+    else `wanted` (translated, with {name} and {got}) and what it holds, shown without Python's repr."""
+    if _blank(value):
+        return CheckFailed(_("{name}：还没有填写。").format(name=name))
+    return CheckFailed(wanted.format(name=name, got=_shown(value)))
+
+
+def _shown(value: Any) -> str:
+    """A wrong-form answer as a student recognises it: their text quoted, a number as written, else its kind."""
+    if isinstance(value, str):
+        return _("“{text}”").format(text=value[:40])
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    return _form(value)
+
+
+def _blank(value: Any, depth: int = 0) -> bool:
+    """An answer still as released: `...` (or None), alone or inside a list."""
+    if value is None or (isinstance(value, OpaqueObject) and value.type_name == "ellipsis"):
+        return True
+    return isinstance(value, (list, tuple)) and depth < 8 and any(_blank(v, depth + 1) for v in value)
+
+
 def _form(value: Any) -> str:
     """How a returned value looks, for a message: its type, and its length when it has one."""
     if isinstance(value, (tuple, list)):
         return _("{type}（{length} 个元素）").format(type=type(value).__name__, length=len(value))
+    if isinstance(value, OpaqueObject):
+        return value.type_name
+    if isinstance(value, TensorSpec):
+        return _("张量（{dtype}）").format(dtype=value.dtype)
     return type(value).__name__

@@ -55,19 +55,47 @@ def _codes_once(part_result):
     return out
 
 
+def _explained_once(part_result):
+    """{check name: whether its charged-elsewhere note is the part's first for its codes}: the note that a
+    difference comes from another part's mistake is said once per part, then referred to."""
+    seen, out = set(), {}
+    for check in part_result.checks:
+        key = tuple(sorted(check.charged_elsewhere))
+        out[check.name] = key not in seen
+        seen.add(key)
+    return out
+
+
+def _said_once(part_result):
+    """{check name: whether its failure message is the first of its words in the part}: a message that several
+    checks fail with (the same exception on every case) is written once, then referred to."""
+    seen, out = set(), {}
+    for check in part_result.checks:
+        out[check.name] = check.passed or check.message not in seen
+        if not check.passed:
+            seen.add(check.message)
+    return out
+
+
+def _same_cause(codes) -> str:
+    return _("同上：差异来自 {codes}，在那个错误所在的部分扣分。").format(codes=" ".join(f"[{c}]" for c in codes))
+
+
 def render_html(label: str, part_result: PartResult, cell_points: float, earned: float,
                 events: Iterable[dict] = ()) -> str:
     esc = html.escape
     rows = []
     codes = _codes_once(part_result)
     hint, same, failed_example = esc(_("提示：")), esc(_("（同上）")), esc(_("失败的例子 — "))
+    explained, said = _explained_once(part_result), _said_once(part_result)
     for check in part_result.checks:
         mark = '<span class="ok">✓</span>' if check.passed else '<span class="bad">✗</span>'
         detail = ""
         if check.passed and check.charged_elsewhere:
-            detail = f'<div class="ex">{esc(check.message)}</div>'
+            text = check.message if explained[check.name] else _same_cause(check.charged_elsewhere)
+            detail = f'<div class="ex">{esc(text)}</div>'
         if not check.passed:
-            detail = f"<div>{esc(check.message)}</div>"
+            detail = f"<div>{esc(check.message if said[check.name] else _('（同上）'))}</div>"
             for code, first in codes.get(check.name, []):
                 entry = CATALOGUE[code]
                 if first:
@@ -92,13 +120,14 @@ def render_text(label: str, part_result: PartResult, cell_points: float, earned:
     lines = [summary_line(label, part_result, cell_points, earned)]
     lines += [f"  ! {_event_text(e)}" for e in events]
     codes = _codes_once(part_result)
+    explained, said = _explained_once(part_result), _said_once(part_result)
     for check in part_result.checks:
         mark = "✓" if check.passed else "✗"
         lines.append(f"  {mark} {check.title}  ({_fmt(check.points)}/{_fmt(check.max_points)})")
         if check.passed and check.charged_elsewhere:
-            lines.append(f"      {check.message}")
+            lines.append("      " + (check.message if explained[check.name] else _same_cause(check.charged_elsewhere)))
         if not check.passed:
-            lines.append(f"      {check.message}")
+            lines.append("      " + (check.message if said[check.name] else _("（同上）")))
             for code, first in codes.get(check.name, []):
                 entry = CATALOGUE[code]
                 text = _(entry.explanation) + " " + _("提示：") + _(entry.hint) if first else _("（同上）")

@@ -43,13 +43,13 @@ def pipelines() -> dict[str, list[type]]:
         ClearHiddenTests,
         ClearOutput,
         DeduplicateIds,
-        GetGrades,
         IgnorePattern,
         LimitOutput,
         OverwriteCells,
         OverwriteKernelspec,
     )
 
+    from .awaiting_grades import GetGradesShowingAwaiting
     from .execute import SandboxedExecute
     from .held_for_review import SaveAutoGradesWithHolds
     from .metadata import CompiledCheckCellMetadata
@@ -63,8 +63,9 @@ def pipelines() -> dict[str, list[type]]:
         "Autograde.autograde_preprocessors": [SandboxedExecute, TrustedScoring, IgnorePattern,
                                               ClearMetadataPreprocessor, LimitOutput, SaveAutoGradesWithHolds,
                                               AssignLatePenalties, CompiledCheckCellMetadata],
-        # Feedback shows the student's notebook, never the hidden-check regions.
-        "GenerateFeedback.preprocessors": [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor],
+        # Feedback shows the student's notebook, never the hidden-check regions; a grade a person has yet to
+        # give reads "awaiting your instructor's grade", not 0.
+        "GenerateFeedback.preprocessors": [GetGradesShowingAwaiting, ClearHiddenTests, CSSHTMLHeaderPreprocessor],
     }
 
 

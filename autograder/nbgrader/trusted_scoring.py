@@ -164,7 +164,8 @@ class TrustedScoring(NbGraderPreprocessor):
             label = grade_id(cell) or part
             head = [_display(render_text(label, result, max_points, earned, events),
                              render_html(label, result, max_points, earned, events))]
-        visible = [_as_plain(o) for o in cell.get("outputs", [])]
+        full = max_points > 0 and (held if held is not None else earned) >= max_points
+        visible = [_as_plain(o, full) for o in cell.get("outputs", [])]
         shown = _("本单元格得分：{earned} / {points}").format(earned=f"{earned:g}", points=f"{max_points:g}")
         if held is not None:
             shown = _("本单元格得分：待助教复核（隐藏检查给出 {held} / {points}，复核前计 0 分）").format(
@@ -187,12 +188,14 @@ def _display(text, html):
     return nbformat.from_dict({"output_type": "display_data", "metadata": {}, "data": data})
 
 
-def _as_plain(output):
-    """Visible-check output, shown to the student but never read as a grade."""
+def _as_plain(output, full=False):
+    """Visible-check output, shown to the student but never read as a grade.  Beside a part with full marks,
+    a visible check that stopped is said to have stopped at something the hidden checks charge elsewhere."""
     kind = output.get("output_type")
     if kind == "error":
-        text = _("可见检查未通过 — {ename}: {evalue}").format(
-            ename=output.get("ename"), evalue=output.get("evalue")) + "\n"
+        said = _("可见检查停在了别处的问题上（这一部分的隐藏检查满分）— {ename}: {evalue}") if full \
+            else _("可见检查未通过 — {ename}: {evalue}")
+        text = said.format(ename=output.get("ename"), evalue=output.get("evalue")) + "\n"
     elif kind == "stream":
         text = output.get("text", "")
     else:

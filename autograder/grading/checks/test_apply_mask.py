@@ -47,7 +47,7 @@ def test_padding_shaped_mask(student, rng):
 
 @pytest.mark.points(2)
 def test_inputs_unchanged(student, rng):
-    """分数与掩码都不被原地修改"""
+    """布尔掩码的结果正确，且分数与掩码都不被原地修改"""
     s = cases.randn(rng, 4, 5)
     m = cases.random_bool_mask(rng, (4, 5))
     result = student.call(FN, s, m, return_args=True)

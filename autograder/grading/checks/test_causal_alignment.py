@@ -5,7 +5,7 @@ The expected counts come from the two masks themselves (first new query, i = 0).
 import pytest
 import torch
 
-from autograder.grading.assertions import CheckFailed, TensorSpec
+from autograder.grading.assertions import CheckFailed, TensorSpec, not_an_answer
 from autograder.i18n import _
 
 PART = "causal_alignment"
@@ -19,7 +19,7 @@ def _integer(value, name):
             and not value.tensor.is_floating_point() and value.tensor.dtype != torch.bool:
         value = int(value.tensor)  # numpy.array(5), torch.tensor(5)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise CheckFailed(_("{name}：请填写一个整数；收到 {value!r:.60}。").format(name=name, value=value))
+        raise not_an_answer(name, value, _("{name}：请填写一个整数；收到的是 {got}。"))
     return value
 
 

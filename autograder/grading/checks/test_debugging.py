@@ -10,7 +10,7 @@ D rows and masks fine but values differ.
 import pytest
 
 from autograder.grading import cases
-from autograder.grading.assertions import CheckFailed, expect_tensor
+from autograder.grading.assertions import CheckFailed, expect_tensor, not_an_answer
 from autograder.i18n import N_, _
 
 LETTERS = "ABCD"
@@ -25,7 +25,7 @@ HINTS = {  # what to probe when a verdict is wrong
 def _choice(student, name):
     value = student.get(name)
     if not isinstance(value, str) or not value.strip() or value.strip().upper()[0] not in LETTERS:
-        raise CheckFailed(_("{name}：请填写 A–D 中的一个字母；收到 {value!r:.40}。").format(name=name, value=value))
+        raise not_an_answer(name, value, _("{name}：请填写 A–D 中的一个字母；收到的是 {got}。"))
     return value.strip().upper()[0]
 
 

@@ -6,7 +6,7 @@ C it raises, D random numbers are frozen.
 """
 import pytest
 
-from autograder.grading.assertions import CheckFailed, expect_number
+from autograder.grading.assertions import CheckFailed, expect_number, not_an_answer
 from autograder.i18n import _
 
 PART = "dropout"
@@ -29,6 +29,6 @@ def test_sdpa_in_eval(student):
     """eval() 之后 F.scaled_dot_product_attention(dropout_p=0.1) 的行为"""
     value = student.get("dropout_sdpa_answer")
     if not isinstance(value, str) or not value.strip() or value.strip().upper()[0] not in "ABCD":
-        raise CheckFailed(_("{name}：请填写 A–D 中的一个字母；收到 {value!r:.40}。").format(name="dropout_sdpa_answer", value=value))
+        raise not_an_answer("dropout_sdpa_answer", value, _("{name}：请填写 A–D 中的一个字母；收到的是 {got}。"))
     if value.strip().upper()[0] != "B":
         raise CheckFailed(_("dropout_sdpa_answer：选项不对。回到上面的演示：调用 eval() 之后，同一输入运行两次的结果一样吗？"))

@@ -6,7 +6,7 @@ two left-padded keys.  Expected values are computed from it here.
 import pytest
 import torch
 
-from autograder.grading.assertions import CheckFailed, TensorSpec, expect_number
+from autograder.grading.assertions import CheckFailed, TensorSpec, expect_number, not_an_answer
 from autograder.i18n import _
 
 PART = "empty_rows"
@@ -23,7 +23,7 @@ def _integer(value, name):
             and not value.tensor.is_floating_point() and value.tensor.dtype != torch.bool:
         value = int(value.tensor)  # (~mask.any(-1)).sum() as a 0-d tensor
     if isinstance(value, bool) or not isinstance(value, int):
-        raise CheckFailed(_("{name}：请填写一个整数；收到 {value!r:.60}。").format(name=name, value=value))
+        raise not_an_answer(name, value, _("{name}：请填写一个整数；收到的是 {got}。"))
     return value
 
 

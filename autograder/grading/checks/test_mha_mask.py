@@ -5,7 +5,7 @@ C allowed.float(), D allowed transposed.
 """
 import pytest
 
-from autograder.grading.assertions import CheckFailed
+from autograder.grading.assertions import CheckFailed, not_an_answer
 from autograder.i18n import N_, _
 
 PART = "mha_mask"
@@ -22,7 +22,7 @@ def test_mha_mask_answer(student):
     """把 SDPA 约定的布尔掩码交给 nn.MultiheadAttention"""
     value = student.get("mha_mask_answer")
     if not isinstance(value, str) or not value.strip() or value.strip().upper()[0] not in "ABCD":
-        raise CheckFailed(_("{name}：请填写 A–D 中的一个字母；收到 {value!r:.40}。").format(name="mha_mask_answer", value=value))
+        raise not_an_answer("mha_mask_answer", value, _("{name}：请填写 A–D 中的一个字母；收到的是 {got}。"))
     choice = value.strip().upper()[0]
     if choice != ANSWER:
         raise CheckFailed(_("{name}：选项不对。{hint}").format(name="mha_mask_answer", hint=_(WRONG[choice])))

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from autograder.grading.assertions import CheckFailed, TensorSpec
+from autograder.grading.assertions import CheckFailed, TensorSpec, not_an_answer
 from autograder.i18n import _
 
 PART = "shapes"
@@ -13,7 +13,7 @@ def _shape(value, name):
         value = value.tensor.tolist()
     if isinstance(value, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
         return tuple(value)
-    raise CheckFailed(_("{name}：请填写一个由整数组成的元组，例如 (1, 2, 3)；收到 {value!r:.60}。").format(name=name, value=value))
+    raise not_an_answer(name, value, _("{name}：请填写一个由整数组成的元组，例如 (1, 2, 3)；收到的是 {got}。"))
 
 
 def _expect_shape(student, name, want, wrong=()):
@@ -61,7 +61,7 @@ def test_softmax_dim(student):
             and not value.tensor.is_floating_point() and value.tensor.dtype != torch.bool:
         value = int(value.tensor)  # numpy.array(-1), torch.tensor(-1)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise CheckFailed(_("{name}：请填写一个整数；收到 {value!r:.60}。").format(name="softmax_dim", value=value))
+        raise not_an_answer("softmax_dim", value, _("{name}：请填写一个整数；收到的是 {got}。"))
     if value in (-1, 3):
         return
     codes = ["softmax-wrong-dim"] if value in (-2, 2, -3, 1, -4, 0) else []

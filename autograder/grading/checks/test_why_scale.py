@@ -6,7 +6,7 @@ scaled stay flat (right), D scaling leaves the gradient alone.
 """
 import pytest
 
-from autograder.grading.assertions import CheckFailed
+from autograder.grading.assertions import CheckFailed, not_an_answer
 from autograder.i18n import N_, _
 
 PART = "why_scale"
@@ -23,7 +23,7 @@ def test_scale_answer(student):
     """从实验图读出缩放的作用"""
     value = student.get("scale_answer")
     if not isinstance(value, str) or not value.strip() or value.strip().upper()[0] not in "ABCD":
-        raise CheckFailed(_("{name}：请填写 A–D 中的一个字母；收到 {value!r:.40}。").format(name="scale_answer", value=value))
+        raise not_an_answer("scale_answer", value, _("{name}：请填写 A–D 中的一个字母；收到的是 {got}。"))
     choice = value.strip().upper()[0]
     if choice != ANSWER:
         raise CheckFailed(_("{name}：结论不对。{hint}").format(name="scale_answer", hint=_(WRONG[choice])))
