@@ -612,3 +612,34 @@ UNREADABLE += [
     Sample("attack-yaml-load-pyc-again", "attack", "lose", {"softmax": YAML_LOAD_PYC_AGAIN}, lose=SOFTMAX_PARTS,
            held=True, note="the import system's loader, named in YAML, loads torch._refs' .pyc a second time"),
 ]
+
+# Red-team pass 8: a module imported after start-up registers an op of the families (prims::prepare_softmax_online,
+# softmax's max and sum of exponentials) that the start-up tripwires never saw, reached through a dotted name built
+# at run time (`torch._import_dotted_name`).  The runner gives such an op tripwire kernels at its next look, and
+# reports it: what ran before that is held.
+DOTTED_NAME_LATE_OP = '''
+import torch._inductor.inductor_prims
+
+_op = torch._import_dotted_name(".".join(["torch", "ops", "prims", "prepare_" + str("soft") + "max_online"]))
+
+
+def softmax(x, dim=-1):
+    m, s = _op(x, dim)
+    return torch.nan_to_num(torch.exp(x - m) / s, nan=0.0)
+'''
+# The same op named in the code: charged as the built-in it is, and held, since it ran before the runner's look.
+LATE_OP_NAMED = '''
+import torch._inductor.inductor_prims
+
+
+def softmax(x, dim=-1):
+    m, s = torch.ops.prims.prepare_softmax_online(x, dim)
+    return torch.nan_to_num(torch.exp(x - m) / s, nan=0.0)
+'''
+UNREADABLE += [
+    Sample("attack-dotted-name-late-op", "attack", "lose", {"softmax": DOTTED_NAME_LATE_OP}, lose=SOFTMAX_PARTS,
+           held=True, note="an op of the families registered by a module imported later, named by a built string"),
+    Sample("attack-late-op-named", "attack", "lose-all", {"softmax": LATE_OP_NAMED}, lose=SOFTMAX_PARTS,
+           codes=("softmax-builtin",), held=True,
+           note="the op registered later, named: charged as a built-in, and held (it ran before the runner's look)"),
+]

@@ -93,3 +93,25 @@ def test_a_helpers_own_check_names_the_typical_mistake_it_tells_apart(shell, ass
     check, code = OWN_CHECK[name]
     message = _run_until(shell, build(SAMPLES[name], solution, solution_path(assignment)), check)[check]
     assert message is not None and code in message, message
+
+
+@pytest.mark.parametrize("assignment", ["sdpa", "sdpa_en"])
+def test_a_blank_notebook_says_not_done_yet_in_one_line_at_every_check(shell, assignment):
+    """The released notebook run as it is: each check cell stops with the one-line "not filled in yet" /
+    "not implemented yet" (NotDoneYet, shown without a traceback), never with the checking code's assert."""
+    from pathlib import Path
+
+    release = nbformat.read(Path(__file__).resolve().parents[1] / "assignments" / assignment / f"{assignment}.ipynb",
+                            as_version=4)
+    shell.reset(new_session=True)
+    kinds = {}
+    for cell in release.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.cell_type != "code":
+            continue
+        result = shell.run_cell(cell.source, store_history=False, silent=True)
+        if grade_id and grade_id.endswith("-check"):
+            error = result.error_in_exec
+            kinds[grade_id] = [cls.__name__ for cls in type(error).__mro__] if error is not None else None
+    assert len(kinds) >= 15
+    assert {g: k for g, k in kinds.items() if k is None or "NotDoneYet" not in k} == {}

@@ -68,7 +68,8 @@ QUALNAME_CODE = {
                      "typing.get_type_hints", "typing.ForwardRef", "typing_extensions.get_type_hints",
                      "torch.load", "torch.serialization.load", "numpy.load", "pandas.read_pickle",
                      # names resolved from strings
-                     "string.Formatter", "logging.config.BaseConfigurator", "logging.config.DictConfigurator",
+                     "torch._import_dotted_name", "torch._utils._import_dotted_name", "string.Formatter",
+                     "logging.config.BaseConfigurator", "logging.config.DictConfigurator",
                      "logging.config.dictConfig", "logging.config.fileConfig", "logging.config.listen",
                      "logging.config._resolve", "unittest.mock.patch", "mock.patch"), "dynamic-code"),
     **dict.fromkeys(("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"), "native-code"),

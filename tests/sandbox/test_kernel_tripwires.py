@@ -54,6 +54,23 @@ PROBE = textwrap.dedent(r'''
         outcome["second install"] = "accepted"
     except RuntimeError:
         outcome["second install"] = "refused"
+    # An op of the families that a module imported later registers: it computes until the runner's next look.
+    import tripwires
+    import torch._inductor.inductor_prims  # registers prims::prepare_softmax_online
+    late_op = lambda: torch.ops.prims.prepare_softmax_online(x, -1)
+    try:
+        late_op()
+        outcome["late op before the look"] = "computed"
+    except BaseException as exc:
+        outcome["late op before the look"] = type(exc).__name__
+    late = tripwires.cover_late_ops()
+    try:
+        late_op()
+        outcome["late op after the look"] = "computed"
+    except BaseException as exc:
+        outcome["late op after the look"] = type(exc).__name__
+    outcome["found late"] = late
+    outcome["a second look"] = tripwires.cover_late_ops()
     print(json.dumps({"outcome": outcome, "new handles": handles() - before,
                       "recorded": runner.forbidden_used[:3], "by hand": float(x.exp().sum())}))
 ''')
@@ -67,7 +84,9 @@ def test_the_kernels_throw_with_no_python_handle_to_lift_them():
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["outcome"] == {"aten._softmax": "ForbiddenAPIError", "aten._log_softmax": "ForbiddenAPIError",
                                  "cross_entropy": "ForbiddenAPIError", "sdpa": "ForbiddenAPIError",
-                                 "after replacing report": "RuntimeError", "second install": "refused"}
+                                 "after replacing report": "RuntimeError", "second install": "refused",
+                                 "late op before the look": "computed", "late op after the look": "RuntimeError",
+                                 "found late": ["prims::prepare_softmax_online"], "a second look": []}
     assert result["new handles"] == 0  # no dispatcher library object for a heap scan to find and reset
     assert result["recorded"][:2] == ["aten::_softmax", "aten::_log_softmax"]
     assert result["by hand"] > 0

@@ -45,30 +45,16 @@ void tripwire(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) {
   TORCH_CHECK(false, "forbidden kernel: ", name);  // `report` returned instead of raising: still no result
 }
 
-PyObject* install(PyObject* /*module*/, PyObject* args) {
-  PyObject* plan = nullptr;
-  PyObject* reporter = nullptr;
-  if (!PyArg_ParseTuple(args, "OO", &plan, &reporter)) {
-    return nullptr;
-  }
-  if (installed) {
-    PyErr_SetString(PyExc_RuntimeError, "the kernel tripwires are installed already");
-    return nullptr;
-  }
-  if (!PyCallable_Check(reporter)) {
-    PyErr_SetString(PyExc_TypeError, "report must be callable");
-    return nullptr;
-  }
+std::map<std::string, torch::Library*>* libraries = nullptr;  // one per namespace; each leaked on purpose
+
+// Overrides each (namespace, op, key) of `plan` by the tripwire; returns the triples registered.
+PyObject* register_plan(PyObject* plan) {
   PyObject* items = PySequence_Fast(plan, "plan must be a sequence of (namespace, op, key)");
   if (items == nullptr) {
     return nullptr;
   }
-  Py_INCREF(reporter);
-  report = reporter;
-  installed = true;
   Quiet quiet;
   c10::WarningUtils::WarningHandlerGuard quietly(&quiet);
-  std::map<std::string, torch::Library*> libraries;  // one per namespace; each leaked on purpose
   PyObject* registered = PyList_New(0);
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); ++i) {
     const char* ns = nullptr;
@@ -80,7 +66,7 @@ PyObject* install(PyObject* /*module*/, PyObject* args) {
       return nullptr;
     }
     try {
-      torch::Library*& library = libraries[ns];
+      torch::Library*& library = (*libraries)[ns];
       if (library == nullptr) {
         library = new torch::Library(torch::Library::IMPL, ns, std::nullopt, __FILE__, __LINE__);
       }
@@ -97,10 +83,47 @@ PyObject* install(PyObject* /*module*/, PyObject* args) {
   return registered;
 }
 
+PyObject* install(PyObject* /*module*/, PyObject* args) {
+  PyObject* plan = nullptr;
+  PyObject* reporter = nullptr;
+  if (!PyArg_ParseTuple(args, "OO", &plan, &reporter)) {
+    return nullptr;
+  }
+  if (installed) {
+    PyErr_SetString(PyExc_RuntimeError, "the kernel tripwires are installed already");
+    return nullptr;
+  }
+  if (!PyCallable_Check(reporter)) {
+    PyErr_SetString(PyExc_TypeError, "report must be callable");
+    return nullptr;
+  }
+  Py_INCREF(reporter);
+  report = reporter;
+  installed = true;
+  libraries = new std::map<std::string, torch::Library*>();
+  return register_plan(plan);
+}
+
+// More tripwires, for ops of the families registered after `install` (a module imported later): it only
+// ever adds kernels that throw, so it needs no guarding.
+PyObject* extend(PyObject* /*module*/, PyObject* args) {
+  PyObject* plan = nullptr;
+  if (!PyArg_ParseTuple(args, "O", &plan)) {
+    return nullptr;
+  }
+  if (!installed) {
+    PyErr_SetString(PyExc_RuntimeError, "the kernel tripwires are not installed yet");
+    return nullptr;
+  }
+  return register_plan(plan);
+}
+
 PyMethodDef methods[] = {
     {"install", install, METH_VARARGS,
      "install(plan, report) -> registered: override each (namespace, op, key) kernel by one that throws, "
      "for good; returns the triples registered."},
+    {"extend", extend, METH_VARARGS,
+     "extend(plan) -> registered: the same for ops registered after install."},
     {nullptr, nullptr, 0, nullptr},
 };
 
