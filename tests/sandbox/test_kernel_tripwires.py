@@ -63,7 +63,14 @@ PROBE = textwrap.dedent(r'''
         outcome["late op before the look"] = "computed"
     except BaseException as exc:
         outcome["late op before the look"] = type(exc).__name__
-    late = tripwires.cover_late_ops()
+    prepare = torch._inductor.inductor_prims.eager_prepare_softmax  # its Python function, also new since start-up
+    outcome["late function before the look"] = "computed" if prepare(x, -1) is not None else "?"
+    late = tripwires.cover_late_ops(runner)
+    try:
+        prepare(x, -1)
+        outcome["late function after the look"] = "computed"
+    except BaseException as exc:
+        outcome["late function after the look"] = type(exc).__name__
     try:
         late_op()
         outcome["late op after the look"] = "computed"
@@ -86,7 +93,9 @@ def test_the_kernels_throw_with_no_python_handle_to_lift_them():
                                  "cross_entropy": "ForbiddenAPIError", "sdpa": "ForbiddenAPIError",
                                  "after replacing report": "RuntimeError", "second install": "refused",
                                  "late op before the look": "computed", "late op after the look": "RuntimeError",
-                                 "found late": ["prims::prepare_softmax_online"], "a second look": []}
+                                 "found late": ["prims::prepare_softmax_online"], "a second look": [],
+                                 "late function before the look": "computed",
+                                 "late function after the look": "ForbiddenAPIError"}
     assert result["new handles"] == 0  # no dispatcher library object for a heap scan to find and reset
     assert result["recorded"][:2] == ["aten::_softmax", "aten::_log_softmax"]
     assert result["by hand"] > 0

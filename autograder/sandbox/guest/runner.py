@@ -283,7 +283,7 @@ class Runner:
                 reply, out = {"status": "bad-op"}, []
             else:
                 reply, out = handler(msg, blobs)
-                for op_name in tripwires.cover_late_ops():  # before the reply: the grader reads it with this one
+                for op_name in tripwires.cover_late_ops(self):  # before the reply: read with this one
                     source_report.report_unreadable(b"an op of the families registered after start-up: "
                                                     + op_name.encode("utf-8", "replace"))
             reply["id"] = msg.get("id")  # lets the grader drop frames it did not ask for

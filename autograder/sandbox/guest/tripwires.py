@@ -40,6 +40,7 @@ from messages import FORBIDDEN_KERNEL, _
 # The global each replaced body calls, set in its module's namespace (a name outside the families).
 HOOK = "__course_forbidden_call__"
 HERE = os.path.dirname(os.path.abspath(__file__))
+NEW_BODY = os.path.join(HERE, "tripwire-")  # the file name of every new body: tripwire-<module>.<name>
 LIBRARIES = ("torch", "functorch")  # whose Python functions of the families get a new body
 
 
@@ -86,7 +87,7 @@ def replace_body(fn: types.FunctionType, hook: Callable) -> None:
     lines += [f"        return {HOOK}({name!r}, args, kwargs)", "    return body"]
     namespace = {}
     # Named as a file of the guest: not the student's code, and left out of the tracebacks a student sees.
-    exec(compile("\n".join(lines), os.path.join(HERE, f"tripwire-{name}"), "exec"), namespace)  # noqa: S102
+    exec(compile("\n".join(lines), NEW_BODY + name, "exec"), namespace)  # noqa: S102
     code = namespace["outer"]().__code__
     if code.co_freevars != freevars:
         raise RuntimeError(f"cannot give {name} a new body: closure {freevars} became {code.co_freevars}")
@@ -164,23 +165,47 @@ def _override_kernels(runner) -> None:
         raise RuntimeError("no kernel tripwire could be registered")
     _COVERED.update(ops)
     _SEEN[:] = [len(sys.modules), len(torch._C._dispatch_get_all_op_names())]
+    _MODULES.update(sys.modules)
+
+
+_MODULES = set()  # names of the modules whose functions have been looked at
+
+
+def _cover_late_functions(hook: Callable) -> None:
+    """New bodies for the functions of the families (and methods of softmax classes) defined in the modules
+    of torch imported since the last look."""
+    for name in [n for n in list(sys.modules) if n not in _MODULES]:
+        _MODULES.add(name)
+        module = sys.modules.get(name)
+        if name.split(".")[0] not in LIBRARIES or module is None:
+            continue
+        found = [v for v in vars(module).values() if isinstance(v, types.FunctionType)]
+        for cls in [v for v in vars(module).values() if isinstance(v, type)]:
+            found += [v for v in vars(cls).values() if isinstance(v, types.FunctionType)]
+        for fn in found:
+            if fn.__module__ == name and not fn.__code__.co_filename.startswith(NEW_BODY) and (
+                    blocked(fn.__name__) or code_of_blocked(fn.__qualname__) == "softmax-builtin"):
+                replace_body(fn, hook)
 
 
 _COVERED = set()  # ops of the families with tripwire kernels
 _SEEN = [0, 0]  # the number of modules imported and of ops registered, when the registry was last read
 
 
-def cover_late_ops() -> list:
+def cover_late_ops(runner=None) -> list:
     """Ops of the families registered since the tripwires were installed (a module imported later registers
     its own, as `torch._inductor.inductor_prims` does `prims::prepare_softmax_online`): each gets tripwire
     kernels now, and is returned, for the grader to hold what may have used it before.  Ops come from
-    imports, so the registry is read only when `sys.modules` has grown."""
+    imports, so the registry is read only when `sys.modules` has grown; the Python functions of the families
+    in the modules imported since (`runner` given) get new bodies then too."""
     import kernel_tripwires
     import torch
 
     if len(sys.modules) == _SEEN[0]:
         return []
     _SEEN[0] = len(sys.modules)
+    if runner is not None:
+        _cover_late_functions(runner.forbidden_call)
     count = len(torch._C._dispatch_get_all_op_names())
     if count == _SEEN[1]:
         return []
