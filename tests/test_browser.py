@@ -392,6 +392,22 @@ def test_reference_answers_pass_visible_checks_and_draw_heatmap(notebook):
     assert size[0] and size[1] > 200 and size[2] > 200, f"heatmap image not loaded: {size}"
     _shot(lab_ui.cell(page, heatmap), "07-heatmap")
 
+    # One typical mistake, the mask's polarity inverted in apply_mask: the composite's visible check names
+    # the helper to fix first, with the misconception's code (and says nothing against the composite).
+    from autograder.grading import honest
+
+    mask = next(i for i, c in lab_ui.answer_cells() if lab_ui.grade_id(c) == "apply_mask")
+    composite = next(i for i, c in _grade_cells() if lab_ui.grade_id(c) == "scaled_dot_product_attention-check")
+    lab_ui.type_into(page, mask, honest.replacement("mask-inverted")["apply_mask"].strip("\n"))
+    for index in (mask, composite):
+        lab_ui.cell(page, index).click(position={"x": 5, "y": 5})  # select it, in command mode
+        page.keyboard.press("Control+Enter")
+        lab_ui.wait_kernel_idle(page, timeout=60_000)
+    named = lab_ui.cell(page, composite).locator(".jp-OutputArea-output", has_text="[mask-inverted]")
+    named.scroll_into_view_if_needed()
+    expect(named).to_contain_text("apply_mask")
+    _shot(lab_ui.cell(page, composite), "07b-inverted-mask-visible-check")
+
 
 # ------------------------------------------------------------------ instructor
 
@@ -533,7 +549,12 @@ def test_feedback_pages_pass_axe_in_both_editions(graded_english, browser):
                 expect(page.locator(".sdpa-causes")).to_contain_text("Fix these first")
                 text = page.locator("body").inner_text()
                 assert not CJK.search(text), CJK.findall(text)[:20]
-                _shot(page, "10-feedback-english-top")
+            _shot(page, f"10-feedback-{assignment}-top")
+            # The lesson's markdown tables keep their layout: ruled cells, not run-together text.
+            table = page.locator(".text_cell_render table").nth(1)
+            table.scroll_into_view_if_needed()
+            assert table.locator("td").first.evaluate("td => getComputedStyle(td).borderTopStyle") == "solid"
+            _shot(table, f"10-feedback-{assignment}-table")
         finally:
             page.close()
 
