@@ -86,6 +86,14 @@ def test_each_feedback_page_tells_one_story(graded_course):
     assert "还没有填写" in pages["empty-release"]
 
 
+def test_stock_autograde_prints_no_gradebook_noise(graded_course):
+    """No SQLAlchemy warnings from nbgrader's gradebook and no per-student warning about the lesson's named,
+    ungraded cells: what stock `nbgrader autograde` prints is what an instructor should read."""
+    for proc in graded_course["autograde"]:
+        printed = proc.stdout + proc.stderr
+        assert "SAWarning" not in printed and "does not exist in the database" not in printed, printed[-2000:]
+
+
 def test_export_matches_gradebook(graded_course):
     rows = {r["student_id"]: r for root in graded_course["roots"] for r in csv.DictReader(open(root / "grades.csv"))}
     assert set(rows) == {s.name for s in catalogue.CATALOGUE}

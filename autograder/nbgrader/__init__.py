@@ -45,7 +45,6 @@ def pipelines() -> dict[str, list[type]]:
         DeduplicateIds,
         IgnorePattern,
         LimitOutput,
-        OverwriteCells,
         OverwriteKernelspec,
     )
 
@@ -53,12 +52,13 @@ def pipelines() -> dict[str, list[type]]:
     from .execute import SandboxedExecute
     from .held_for_review import SaveAutoGradesWithHolds
     from .metadata import CompiledCheckCellMetadata
+    from .overwrite_cells import OverwriteGradedCells
     from .restore import RestoreNotebookStructure
     from .trusted_scoring import TrustedScoring
 
     return {
         "Autograde.sanitize_preprocessors": [RestoreNotebookStructure, ClearOutput, DeduplicateIds,
-                                             OverwriteKernelspec, OverwriteCells, CompiledCheckCellMetadata],
+                                             OverwriteKernelspec, OverwriteGradedCells, CompiledCheckCellMetadata],
         # SandboxedExecute leaves the runner open for TrustedScoring, which must follow it.
         "Autograde.autograde_preprocessors": [SandboxedExecute, TrustedScoring, IgnorePattern,
                                               ClearMetadataPreprocessor, LimitOutput, SaveAutoGradesWithHolds,
@@ -85,6 +85,7 @@ def configure(c: Any) -> None:
     for trait, steps in pipelines().items():
         section, name = trait.split(".")
         setattr(c[section], name, list(steps))
+    _quiet_gradebook_warnings()
     # nbconvert validates the whole notebook after each of the ~14 steps of a pipeline (about a tenth of a
     # second per submission); once, after the last, still refuses a notebook that any step left invalid
     # before it is written.  nbconvert's own option.
@@ -99,6 +100,20 @@ def configure(c: Any) -> None:
         from .warm import before_first_grading
 
         before_first_grading()  # while the zygote warms up, what the first submission would import on its way
+
+
+def _quiet_gradebook_warnings() -> None:
+    """nbgrader's gradebook, on SQLAlchemy 2, warns three times per student that an object "not in session"
+    will not be added through a relationship (nbgrader adds it itself, explicitly): noise an instructor
+    cannot act on, printed above every student's grading.  Only those warnings are silenced."""
+    import warnings
+
+    try:
+        from sqlalchemy.exc import SAWarning
+    except ImportError:
+        return
+    warnings.filterwarnings("ignore", message=r"Object of type <\w+> not in session, add operation along",
+                            category=SAWarning)
 
 
 def _refuse_without_sandbox(c: Any) -> None:
