@@ -79,7 +79,7 @@ def _parser():
     report = sub.add_parser("report", parents=[course], help="CSV + HTML report with charts",
                             description="Write per-student per-cell CSV files and an HTML report with charts.")
     report.add_argument("assignment", nargs="?", default=ASSIGNMENT, help=f"assignment name (default {ASSIGNMENT})")
-    report.add_argument("--out", metavar="DIR", default=None, help="output directory (default reports/ASSIGNMENT)")
+    report.add_argument("--out", metavar="DIR", default=None, help="writes DIR/ASSIGNMENT/ (default: reports)")
     report.add_argument("--language", choices=sorted(LOCALES), default=None,
                         help="language of the page and charts (default: the assignment's edition's)")
 

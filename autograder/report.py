@@ -3,7 +3,7 @@
 Reads the gradebook (scores, as the formgrader shows them: a manual score
 replaces the automatic one) and the ``<notebook>.grading.json`` files that
 `TrustedScoring` writes next to each autograded notebook (checks,
-misconception codes, seconds, sandbox events), and writes to ``--out``
+misconception codes, seconds, sandbox events), and writes to ``--out``/ASSIGNMENT
 (default ``reports/<assignment>/`` in the course):
 
 - ``cells.csv``     one row per student and grade cell;
@@ -182,7 +182,8 @@ def build(course: Union[str, os.PathLike], assignment: str = ASSIGNMENT, out: Op
 
 
 def _write(data, course, assignment, out):
-    out = os.path.abspath(out or os.path.join(course, "reports", assignment))
+    # one folder per assignment, under --out as under the default: each edition's report keeps its own
+    out = os.path.abspath(os.path.join(out or os.path.join(course, "reports"), assignment))
     os.makedirs(out, exist_ok=True)
     cells_csv = os.path.join(out, "cells.csv")
     with open(cells_csv, "w", newline="", encoding="utf-8") as f:
@@ -311,7 +312,8 @@ def _code_link(code: str) -> str:
 def _table(caption: str, headers: Sequence[str], rows: str, columns: int) -> str:
     """A table with its caption and column headers (`scope` tells screen readers what each cell belongs to)."""
     head = "".join(f'<th scope="col">{html.escape(h)}</th>' for h in headers)
-    body = rows or f"<tr><td colspan={columns}>{html.escape(_('无'))}</td></tr>"
+    none = html.escape(_("无"))  # not inside the f-string: the message extractor reads no f-string
+    body = rows or f"<tr><td colspan={columns}>{none}</td></tr>"
     return f"<table><caption class=visually-hidden>{html.escape(caption)}</caption><tr>{head}</tr>{body}</table>"
 
 
@@ -325,7 +327,9 @@ def _html(data):
         CATALOGUE = {}
     summary = [(_("学生人数"), len(scores)), (_("平均分"), f"{statistics.mean(scores):.1f} / {top:g}"),
                (_("中位数"), f"{statistics.median(scores):g}"),
-               (_("满分人数"), sum(1 for r in data.students if r.score >= r.max_score)),
+               # the written answers count once a person has graded them: full marks of the checks, here
+               (_("自动检查全部满分的人数"), sum(1 for r in data.students
+                                         if r.max_auto_score > 0 and r.auto_score >= r.max_auto_score)),
                (_("零分人数"), sum(1 for s in scores if s == 0)),
                (_("需要人工评分"), sum(1 for r in data.students if r.needs_manual_grade)),
                (_("需要人工审阅（代码触及评分过程）"), sum(1 for r in data.students if r.review)),

@@ -231,6 +231,9 @@ def test_the_page_is_in_the_editions_language_unless_asked_for_another(built, en
     assert '<html lang="en">' in page and "hw1: class report" in page
     assert i18n.catalog("en")[CATALOGUE["scale-missing"].explanation] in page
     assert not CJK.search(page), CJK.findall(page)[:20]
+    # written answers wait for a person: "full points" counts the students with every automatic point
+    full = sum(1 for r in english["data"].students if r.auto_score >= r.max_auto_score > 0)
+    assert full > 0 and f"<li>full points in every automatic check: <b>{full}</b></li>" in page
     assert open(english["students_csv"], encoding="utf-8").read() == open(built["students_csv"],
                                                                           encoding="utf-8").read()
 

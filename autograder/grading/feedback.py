@@ -95,7 +95,8 @@ def render_html(label: str, part_result: PartResult, cell_points: float, earned:
             text = check.message if explained[check.name] else _same_cause(check.charged_elsewhere)
             detail = f'<div class="ex">{esc(text)}</div>'
         if not check.passed:
-            detail = f"<div>{esc(check.message if said[check.name] else _('（同上）'))}</div>"
+            message = check.message if said[check.name] else _("（同上）")
+            detail = f"<div>{esc(message)}</div>"
             for code, first in codes.get(check.name, []):
                 entry = CATALOGUE[code]
                 if first:

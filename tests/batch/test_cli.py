@@ -171,8 +171,8 @@ def test_crashing_submissions_are_reported_and_the_rest_graded(released, built, 
 
 @pytest.mark.slow
 def test_report_files_charts_and_numbers(stock, tmp_path):
-    out = tmp_path / "report"
-    assert cli.main(["--course", str(stock), "report", "sdpa", "--out", str(out)]) == 0
+    assert cli.main(["--course", str(stock), "report", "sdpa", "--out", str(tmp_path / "reports")]) == 0
+    out = tmp_path / "reports" / "sdpa"  # one folder per assignment under --out
     for name in ("report.html", "cells.csv", "students.csv") + reportlib.CHARTS:
         assert (out / name).stat().st_size > 0, name
     for chart in reportlib.CHARTS:
