@@ -129,11 +129,38 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - one line, unless asked for the traceback
+        problem = _gradebook_problem(exc, course)
+        if problem:
+            print(f"{PROG}: error: {problem}", file=sys.stderr)
+            return 2
         if os.environ.get("SDPA_COURSE_TRACEBACK"):
             raise
         print(f"{PROG}: internal error: {type(exc).__name__}: {exc} (set SDPA_COURSE_TRACEBACK=1 for the "
               f"traceback)", file=sys.stderr)
         return 3
+
+
+def _gradebook_problem(exc: BaseException, course: str) -> Optional[str]:
+    """One line for a gradebook SQLite cannot use (locked by another process, damaged): which file, what
+    happened, what to do; None for any other error."""
+    import sqlite3
+
+    try:
+        from sqlalchemy.exc import DBAPIError
+    except ImportError:  # pragma: no cover - nbgrader depends on SQLAlchemy
+        DBAPIError = ()  # noqa: N806
+    cause = exc.orig if DBAPIError and isinstance(exc, DBAPIError) else exc
+    if not isinstance(cause, sqlite3.DatabaseError):
+        return None
+    path = os.path.join(course, "gradebook.db")
+    text = str(cause)
+    if "locked" in text:
+        return (f"the gradebook {path} is locked by another process (formgrader, or another nbgrader or "
+                f"sdpa-course command): let it finish or stop it, then run this again")
+    if "malformed" in text or "not a database" in text:
+        return (f"the gradebook {path} is damaged ({text}): restore it from a backup; or move it aside and run "
+                f"`nbgrader generate_assignment` and `nbgrader autograde` again (grades given by hand are lost)")
+    return f"the gradebook {path} cannot be used ({text})"
 
 
 # -- autograde ---------------------------------------------------------------
