@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Union
 
+from ..grading import record
+
 if TYPE_CHECKING:
     from nbgrader.apps.autogradeapp import AutogradeApp
     from nbgrader.coursedir import CourseDirectory
@@ -112,9 +114,11 @@ def find_submissions(coursedir: CourseDirectory, assignment: str) -> dict[str, s
 
 
 def needs_grading(coursedir: CourseDirectory, assignment: str, student: str, force: bool) -> bool:
-    """nbgrader's rule: not autograded yet, --force, or a newer timestamp.txt."""
+    """nbgrader's rule: not autograded yet, --force, or a newer timestamp.txt; and a folder an interrupted
+    run left unfinished (``record.unfinished``)."""
     dest = step_dir(coursedir, coursedir.autograded_directory, student, assignment)
-    if force or not os.path.exists(dest):
+    src = step_dir(coursedir, coursedir.submitted_directory, student, assignment)
+    if force or not os.path.exists(dest) or record.unfinished(dest, src):
         return True
     new = coursedir.get_existing_timestamp(step_dir(coursedir, coursedir.submitted_directory, student, assignment))
     old = coursedir.get_existing_timestamp(dest)

@@ -45,3 +45,20 @@ def codes_named(record: dict, cells: Optional[list[dict]] = None) -> list[str]:
     chosen = record.get("cells", []) if cells is None else cells
     return list(dict.fromkeys(code for cell in chosen for check in cell.get("checks", [])
                               for code in check.get("codes", [])))
+
+
+def unfinished(autograded: Union[str, os.PathLike], submitted: Union[str, os.PathLike]) -> bool:
+    """Whether a student's autograded folder was left by a run that stopped before the end (killed, a full
+    disk): for one of the submitted notebooks, the autograded notebook or its record is missing, or cut
+    short.  Such a folder is graded again, by stock `nbgrader autograde` and `sdpa-course autograde` alike,
+    instead of keeping a silent 0."""
+    autograded, submitted = Path(autograded), Path(submitted)
+    if not autograded.is_dir():
+        return False
+    for notebook in sorted(p.stem for p in submitted.glob("*.ipynb")):
+        for path in (autograded / f"{notebook}.ipynb", autograded / filename(notebook)):
+            try:
+                json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return True
+    return False

@@ -74,6 +74,7 @@ def configure(c: Any) -> None:
     grading = _autograde_command()
     if grading:
         _refuse_without_sandbox(c)
+        _regrade_unfinished(c)
         # `nbgrader autograde` will grade: its zygote starts now, before `pipelines` imports torch and the
         # checks, and warms up (seconds of CPU, in its own sandbox) while nbgrader goes on importing and
         # reading the course.  Default runner settings; a course configured otherwise gets a new zygote at
@@ -100,6 +101,28 @@ def configure(c: Any) -> None:
         from .warm import before_first_grading
 
         before_first_grading()  # while the zygote warms up, what the first submission would import on its way
+
+
+def _regrade_unfinished(c: Any) -> None:
+    """`nbgrader autograde` skips a student whose autograded folder exists; a run killed while grading one
+    leaves a folder without its notebook or grading record, and that student would keep 0.  Such a folder
+    (``record.unfinished``) is removed first, with one line, so this run grades the student again."""
+    import glob
+    import shutil
+    import sys
+
+    from ..grading import record
+
+    directories = c.CourseDirectory
+    root = directories.get("root") or os.getcwd()
+    autograded = os.path.join(root, directories.get("autograded_directory", "autograded"))
+    submitted = os.path.join(root, directories.get("submitted_directory", "submitted"))
+    for dest in sorted(glob.glob(os.path.join(glob.escape(autograded), "*", "*"))):
+        student, assignment = dest.split(os.sep)[-2:]
+        if record.unfinished(dest, os.path.join(submitted, student, assignment)):
+            shutil.rmtree(dest, ignore_errors=True)
+            print(f"nbgrader autograde: {os.path.relpath(dest, root)} was left unfinished by an interrupted run; "
+                  "grading it again", file=sys.stderr)
 
 
 def _quiet_gradebook_warnings() -> None:
