@@ -643,3 +643,28 @@ UNREADABLE += [
            codes=("softmax-builtin",), held=True,
            note="the op registered later, named: charged as a built-in, and held (it ran before the runner's look)"),
 ]
+
+# Red-team pass 9: unittest.mock's `patch(target).get_original()` resolves a dotted string built at run time
+# (reached as `getattr(mock, "patch")`, which the tables missed), and `patch.dict("sys.modules")` drops the
+# module it imported again, so a look that counted sys.modules saw nothing.  The runner now counts op
+# registrations and imports in C++, and `getattr(x, "name")` is read as `x.name`.
+MOCK_RESOLVER_LATE_OP = '''
+from unittest import mock
+import executing, stack_data
+
+with getattr(mock, "patch").dict("sys.modules"):
+    _k = getattr(mock, "patch")("".join(["tor", "ch._inductor.inductor_prims", ".prepare_soft", "max_online"])
+                                ).get_original()[0]
+
+
+def softmax(x, dim=-1):
+    m, s = _k(x, dim)
+    ok = torch.isfinite(m)
+    m = torch.where(ok, m, torch.zeros_like(m))
+    s = torch.where(ok, s, torch.ones_like(s))
+    return torch.exp(x - m) / s
+'''
+UNREADABLE.append(
+    Sample("attack-mock-resolver-late-op", "attack", "lose", {"softmax": MOCK_RESOLVER_LATE_OP}, lose=SOFTMAX_PARTS,
+           held=True, note="mock.patch resolves a built dotted name to an op registered later; patch.dict hides "
+                           "the import from sys.modules"))

@@ -233,6 +233,24 @@ def stored_into(nodes):
 SELF_MATCHING = {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"}
 
 
+class GetattrAsAttribute(ast.NodeTransformer):
+    """Spells `getattr(x, "name")` (a name the scan reads: a literal, or literals added) as `x.name`, so every
+    rule about attributes applies to it: a module or function reached that way (`getattr(mock, "patch")`)
+    is judged as if written with a dot.  A default stays beside it, as the second item of a tuple."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if not (isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) in (2, 3)
+                and not node.keywords):
+            return node
+        name = folded_string(node.args[1])
+        if name is None or not name.isidentifier():
+            return node
+        read = ast.Attribute(value=node.args[0], attr=name, ctx=ast.Load())
+        out = read if len(node.args) == 2 else ast.Tuple(elts=[read, node.args[2]], ctx=ast.Load())
+        return ast.fix_missing_locations(ast.copy_location(out, node))
+
+
 class MatchAsAssignments(ast.NodeTransformer):
     """Spells each `match` statement out as the reads and bindings it makes, so they are read like any others.
 

@@ -93,7 +93,20 @@ MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
                                 # (`!!python/object/apply:builtins.vars`): names the scan never sees
                                 "yaml", "_yaml", "ruamel", "jsonpickle", "joblib", "pkg_resources"),
                                "dynamic-code"),
+               # a mock's `patch` resolves any dotted string (`patch(target).get_original()`) and edits any
+               # mapping (`patch.dict("sys.modules")`)
+               "mock": "dynamic-code",
                **dict.fromkeys(GRADER_STRINGS, "grader-internals")}
+# Packages below a top-level module whose every use is flagged, as MODULE_CODE's are.
+SUBMODULE_CODE = {"unittest.mock": "dynamic-code"}
+
+
+def module_code(qualname: str):
+    """The flag of a module or of any name in it (`MODULE_CODE`, `SUBMODULE_CODE`), else None."""
+    for package, code in SUBMODULE_CODE.items():
+        if qualname == package or qualname.startswith(package + "."):
+            return code
+    return MODULE_CODE.get(qualname.split(".")[0])
 # Uses of a flagged module that only read or tidy what the student's code made: flagged, never held.
 # IPython methods that run source text (also reached as `ip.ex(...)` after `ip = get_ipython()`).
 IPYTHON_CODE_METHODS = {"run_cell", "run_cell_async", "ex", "ev", "run_code", "run_ast_nodes", "safe_execfile",

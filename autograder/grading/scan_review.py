@@ -14,7 +14,6 @@ from .scan_policy import (
     GRADER_STRINGS,
     HARMLESS,
     IPYTHON_CODE_METHODS,
-    MODULE_CODE,
     MODULE_MUTATORS,
     PYTHON_MAGICS,
     QUALNAME_CODE,
@@ -24,6 +23,7 @@ from .scan_policy import (
     STREAM_NAMES,
     TIMING_CALLS,
     family,
+    module_code,
     recording,
 )
 
@@ -90,9 +90,9 @@ class ReviewRules:
             add(node, "review", "grader-internals", text)  # behind the runner's stream, not a file method
         if qual in QUALNAME_CODE:
             add(node, "review", QUALNAME_CODE[qual], text, holds=id(node) not in self.harmless_calls)
-        if (qual and id(node) not in skip_module and qual.split(".")[0] in MODULE_CODE
+        if (qual and id(node) not in skip_module and module_code(qual)
                 and self.module_like(root_name(node))):
-            add(node, "review", MODULE_CODE[qual.split(".")[0]], text,
+            add(node, "review", module_code(qual), text,
                 holds=qual not in HARMLESS and id(node) not in self.harmless_calls)
             skip_module |= {id(n) for n in ast.walk(node.value)}
         if node.attr == "events" and (is_call_to(node.value, "get_ipython")
@@ -110,7 +110,7 @@ class ReviewRules:
     def _review_imported_name(self, node, add):
         """A name bound by an import, used: `get_objects()` after `from gc import get_objects`."""
         qual = self.aliases.get(node.id, node.id)
-        code = QUALNAME_CODE.get(qual) or MODULE_CODE.get(qual.split(".")[0]) or ATTR_CODE.get(qual.split(".")[-1])
+        code = QUALNAME_CODE.get(qual) or module_code(qual) or ATTR_CODE.get(qual.split(".")[-1])
         if code:
             add(node, "review", code, qual if qual == node.id else f"{node.id} ({qual})",
                 holds=qual not in HARMLESS and id(node) not in self.harmless_calls)
@@ -130,9 +130,8 @@ class ReviewRules:
             codes = [family(part) for part in qual.split(".")] if isinstance(node, ast.Import) else []
             if any(codes):
                 add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", qual)
-            top = modules[0].split(".")[0]
-            if top in MODULE_CODE:
-                add(node, "review", MODULE_CODE[top], f"import {modules[0]}", holds=holds)
+            if module_code(modules[0]) or module_code(qual):
+                add(node, "review", module_code(modules[0]) or module_code(qual), f"import {modules[0]}", holds=holds)
             if qual in QUALNAME_CODE or alias.name in ATTR_CODE:
                 add(node, "review", QUALNAME_CODE.get(qual) or ATTR_CODE[alias.name], qual, holds=holds)
 

@@ -29,6 +29,7 @@ from typing import Iterable, Optional
 
 from ..i18n import _
 from .scan_ast import (
+    GetattrAsAttribute,
     MatchAsAssignments,
     call_arguments,
     flat_targets,
@@ -51,11 +52,11 @@ from .scan_policy import (
     LABELS,
     LOOKUP_BUILTINS,
     LOOKUP_CALLS,
-    MODULE_CODE,
     NAME_CODE,
     RAW_MEMORY,
     STAR_NAMES,
     family,
+    module_code,
 )
 from .scan_review import RECORDED, ReviewRules
 
@@ -112,7 +113,7 @@ def scan(sources: list[str], functions: Iterable[str], parse=parse_cell) -> Scan
         if tree is None:
             unparsable.append(index)
         else:
-            trees[index] = MatchAsAssignments().visit(tree)
+            trees[index] = GetattrAsAttribute().visit(MatchAsAssignments().visit(tree))
     scanner = _Scanner(list(trees.values()))
     for index, tree in trees.items():
         scanner.cell = index
@@ -423,8 +424,8 @@ class _Scanner(ReviewRules):
             if spelled in RAW_MEMORY:  # `__array_interface__ = ...` in a class body, `def __array_interface__`
                 add(node, "review", "native-code", spelled)
             key = folded_string(node.slice) if isinstance(node, ast.Subscript) else None
-            if key and key.split(".")[0] in MODULE_CODE and self.qualname(node.value) == "sys.modules":
-                add(node, "review", MODULE_CODE[key.split(".")[0]], f"sys.modules[{key!r}]")  # a held module
+            if key and module_code(key) and self.qualname(node.value) == "sys.modules":
+                add(node, "review", module_code(key), f"sys.modules[{key!r}]")  # a held module
             if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load) \
                     and self.qualname(node) == "sys.modules" and id(node) not in constant_keys:
                 add(node, "review", "dynamic-code", short(ast.unparse(node)))  # modules found by a computed key

@@ -245,3 +245,31 @@ def test_an_object_that_offers_a_raw_address_holds_however_it_is_written():
                    "class V:\n    def __init__(self, a):\n        self.__array_interface__ = {'data': (a, False)}\n",
                    "v = object()\nsetattr(v, '__array_' + 'interface__', {})\n"):
         assert scan([source, HAND_SOFTMAX], FUNCTIONS).held, source
+
+
+@pytest.mark.parametrize("form", UNREADABLE, ids=lambda f: f[1])
+def test_an_attribute_read_by_getattr_with_a_constant_name_is_judged_as_the_attribute(form):
+    """`getattr(mock, "patch")` reads mock.patch: a ninth red-team pass resolved a dotted string through it,
+    unseen, since only a dotted spelling was in the tables."""
+    module, expression = form
+    if module is None or not expression.startswith("{m}."):
+        pytest.skip("no attribute of a module to read by getattr")
+    attribute = expression[len("{m}."):].split("(")[0].split(".")[0].split("[")[0]
+    rest = expression[len("{m}.") + len(attribute):].format(m=module)
+    use = (f"import {module}\ndef softmax(x, dim=-1):\n    _v = getattr({module}, {attribute!r}){rest}\n    return x\n")
+    assert scan([use], FUNCTIONS).held
+
+
+@pytest.mark.parametrize("source", [
+    "from unittest import mock\n_f = mock.patch('torch.nn.functional.softmax').get_original()",
+    "from unittest import mock\n_f = getattr(mock, 'patch')('x.y').get_original()",
+    "import unittest.mock\nwith unittest.mock.patch.dict('sys.modules'):\n    pass",
+    "import mock\n_f = mock.patch('a.b')",
+])
+def test_a_mock_resolves_names_and_edits_modules_so_it_holds(source):
+    assert scan([HAND_SOFTMAX, source], FUNCTIONS).held
+
+
+def test_getattr_with_a_name_built_of_literals_is_charged_as_the_attribute():
+    source = "import torch\ndef softmax(x, dim=-1):\n    return getattr(torch, 'soft' + 'max')(x, dim)\n"
+    assert "torch.softmax" in [f.detail for f in scan([source], ["softmax"]).forbidden["softmax"]]

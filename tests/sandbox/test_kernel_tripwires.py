@@ -56,14 +56,20 @@ PROBE = textwrap.dedent(r'''
         outcome["second install"] = "refused"
     # An op of the families that a module imported later registers: it computes until the runner's next look.
     import tripwires
-    import torch._inductor.inductor_prims  # registers prims::prepare_softmax_online
+    gc.freeze()  # as the zygote's warm-up leaves it: what exists now is out of the collector's lists
+    modules_before = set(sys.modules)
+    import torch._inductor.inductor_prims as late_module  # registers prims::prepare_softmax_online
+    late_op = torch.ops.prims.prepare_softmax_online
+    late_op(x, -1)  # (its first call imports what it needs)
+    for name in set(sys.modules) - modules_before:  # dropped again, as `mock.patch.dict("sys.modules")` does: the
+        del sys.modules[name]                       # look must not depend on sys.modules
     late_op = lambda: torch.ops.prims.prepare_softmax_online(x, -1)
     try:
         late_op()
         outcome["late op before the look"] = "computed"
     except BaseException as exc:
         outcome["late op before the look"] = type(exc).__name__
-    prepare = torch._inductor.inductor_prims.eager_prepare_softmax  # its Python function, also new since start-up
+    prepare = late_module.eager_prepare_softmax  # its Python function, also new since start-up
     outcome["late function before the look"] = "computed" if prepare(x, -1) is not None else "?"
     late = tripwires.cover_late_ops(runner)
     try:

@@ -17,13 +17,34 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/library.h>
 
+#include <atomic>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 
 namespace {
 
 PyObject* report = nullptr;  // a strong reference, never released
 bool installed = false;
+
+// What the runner's look after each request compares (`tripwires.cover_late_ops`): ops registered, and
+// modules imported, since `install`.  Kept here, where no Python code can reset them: an op registered by
+// a module imported and then dropped from sys.modules still counts.
+std::atomic<long> ops_registered{0};
+std::atomic<long> imports{0};
+
+struct CountOps : c10::OpRegistrationListener {
+  void onOperatorRegistered(const c10::OperatorHandle& /*op*/) override { ops_registered.fetch_add(1); }
+  void onOperatorDeregistered(const c10::OperatorHandle& /*op*/) override {}
+};
+
+int count_imports(const char* event, PyObject* /*args*/, void* /*data*/) {
+  if (std::strcmp(event, "import") == 0) {
+    imports.fetch_add(1);
+  }
+  return 0;
+}
 
 // The dispatcher warns once that a kernel is overridden: that is the point here, so it is not shown.
 struct Quiet : c10::WarningHandler {
@@ -101,7 +122,17 @@ PyObject* install(PyObject* /*module*/, PyObject* args) {
   report = reporter;
   installed = true;
   libraries = new std::map<std::string, torch::Library*>();
+  // Leaked, as the libraries are: the listener stays for the process's life.
+  new c10::RegistrationHandleRAII(c10::Dispatcher::singleton().addRegistrationListener(std::make_unique<CountOps>()));
+  if (PySys_AddAuditHook(count_imports, nullptr) < 0) {
+    return nullptr;
+  }
   return register_plan(plan);
+}
+
+// (ops registered, modules imported) since the process started counting: only ever growing.
+PyObject* counts(PyObject* /*module*/, PyObject* /*args*/) {
+  return Py_BuildValue("(ll)", ops_registered.load(), imports.load());
 }
 
 // More tripwires, for ops of the families registered after `install` (a module imported later): it only
@@ -124,6 +155,7 @@ PyMethodDef methods[] = {
      "for good; returns the triples registered."},
     {"extend", extend, METH_VARARGS,
      "extend(plan) -> registered: the same for ops registered after install."},
+    {"counts", counts, METH_NOARGS, "counts() -> (ops registered, modules imported), counted since install."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -152,7 +152,6 @@ def _override_kernels(runner) -> None:
     """Override every planned kernel by one that raises, registered from C++ (``kernel_tripwires.cpp``):
     the dispatcher libraries that hold them have no Python object, so nothing can deregister them."""
     import kernel_tripwires  # built on the trusted side, mounted beside this file
-    import torch
 
     def report(op_name: str) -> None:
         runner.forbidden_used.append(op_name)
@@ -164,52 +163,42 @@ def _override_kernels(runner) -> None:
     if not registered and plan:
         raise RuntimeError("no kernel tripwire could be registered")
     _COVERED.update(ops)
-    _SEEN[:] = [len(sys.modules), len(torch._C._dispatch_get_all_op_names())]
-    _MODULES.update(sys.modules)
-
-
-_MODULES = set()  # names of the modules whose functions have been looked at
-
-
-def _cover_late_functions(hook: Callable) -> None:
-    """New bodies for the functions of the families (and methods of softmax classes) defined in the modules
-    of torch imported since the last look."""
-    for name in [n for n in list(sys.modules) if n not in _MODULES]:
-        _MODULES.add(name)
-        module = sys.modules.get(name)
-        if name.split(".")[0] not in LIBRARIES or module is None:
-            continue
-        found = [v for v in vars(module).values() if isinstance(v, types.FunctionType)]
-        for cls in [v for v in vars(module).values() if isinstance(v, type)]:
-            found += [v for v in vars(cls).values() if isinstance(v, types.FunctionType)]
-        for fn in found:
-            if fn.__module__ == name and not fn.__code__.co_filename.startswith(NEW_BODY) and (
-                    blocked(fn.__name__) or code_of_blocked(fn.__qualname__) == "softmax-builtin"):
-                replace_body(fn, hook)
+    _SEEN[:] = list(kernel_tripwires.counts())
 
 
 _COVERED = set()  # ops of the families with tripwire kernels
-_SEEN = [0, 0]  # the number of modules imported and of ops registered, when the registry was last read
+_SEEN = [0, 0]  # ops registered and modules imported (`kernel_tripwires.counts()`) at the last look
+
+
+def _cover_late_functions(hook: Callable) -> None:
+    """New bodies for the functions of the families (and methods of softmax classes) of torch created since
+    start-up: a module imported later defines them.  The warm-up's objects are frozen (out of the
+    collector's lists), so the walk sees only what was made since, wherever it is held (a module dropped
+    from sys.modules again included)."""
+    for fn in [o for o in gc.get_objects() if isinstance(o, types.FunctionType)]:
+        if _in_library(fn) and not fn.__code__.co_filename.startswith(NEW_BODY) and (
+                blocked(fn.__name__) or code_of_blocked(fn.__qualname__) == "softmax-builtin"):
+            replace_body(fn, hook)
 
 
 def cover_late_ops(runner=None) -> list:
     """Ops of the families registered since the tripwires were installed (a module imported later registers
     its own, as `torch._inductor.inductor_prims` does `prims::prepare_softmax_online`): each gets tripwire
     kernels now, and is returned, for the grader to hold what may have used it before.  Ops come from
-    imports, so the registry is read only when `sys.modules` has grown; the Python functions of the families
-    in the modules imported since (`runner` given) get new bodies then too."""
+    registrations, counted in C++ (`kernel_tripwires.counts()`), so the registry is read only when one was
+    made; the Python functions of the families in the modules imported since (`runner` given) get new bodies
+    whenever an import was counted."""
     import kernel_tripwires
-    import torch
 
-    if len(sys.modules) == _SEEN[0]:
+    ops, imports = kernel_tripwires.counts()  # kept in C++: no Python code can hold them back
+    if [ops, imports] == _SEEN:
         return []
-    _SEEN[0] = len(sys.modules)
-    if runner is not None:
+    if runner is not None and imports != _SEEN[1]:
         _cover_late_functions(runner.forbidden_call)
-    count = len(torch._C._dispatch_get_all_op_names())
-    if count == _SEEN[1]:
+    if ops == _SEEN[0]:
+        _SEEN[1] = imports
         return []
-    _SEEN[1] = count
+    _SEEN[:] = [ops, imports]
     late = [op for op in forbidden_ops() if op not in _COVERED]
     if late:
         kernel_tripwires.extend(aten_plan(late))
