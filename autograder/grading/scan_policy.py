@@ -37,7 +37,8 @@ REVIEW_ATTRS = {
                          "proto_in", "forbidden_used", "blocking", "_aten_library", "_libraries", "_destroy",
                          "install_tripwires", "remove_tripwires", "disarm", "aten_plan", "student_files",
                          "provided_files", "_exec_armed", "StudentCodeWatch", "forbidden_call", "_ask_grader",
-                         "_exec_demo", "_dispatch_library", "_DispatchModule"},
+                         "_exec_demo", "_dispatch_library", "_DispatchModule", "__course_forbidden_call__",
+                         "cover_late_ops", "_COVERED", "_SEEN", "report_unreadable", "_unreadable"},
 }
 # Ways to view memory at an address the code chooses, with no bounds check: numpy's array interfaces (an
 # object whose `__array_interface__` holds a raw address), `as_strided`, `ctypeslib`, torch's storage from a
@@ -51,7 +52,9 @@ ATTR_CODE = {name: code for code, names in REVIEW_ATTRS.items() for name in name
 # Qualified names (after the student's import aliases) whose last part is too common to flag alone.
 QUALNAME_CODE = {
     **dict.fromkeys(("sys._getframe", "inspect.currentframe", "inspect.stack", "inspect.trace",
-                     "inspect.getouterframes"), "introspection"),
+                     "inspect.getouterframes", "inspect.getinnerframes", "sys._current_frames",
+                     "sys._current_exceptions", "traceback.walk_stack", "traceback.walk_tb",
+                     "traceback.extract_stack", "traceback.StackSummary.extract"), "introspection"),
     **dict.fromkeys(("os.kill", "os.killpg", "signal.pthread_kill", "os.pidfd_open", "signal.pidfd_send_signal"),
                     "other-processes"),
     **dict.fromkeys(("os.nice", "os.setpriority", "os.sched_setaffinity", "os.sched_setscheduler",

@@ -273,3 +273,15 @@ def test_a_mock_resolves_names_and_edits_modules_so_it_holds(source):
 def test_getattr_with_a_name_built_of_literals_is_charged_as_the_attribute():
     source = "import torch\ndef softmax(x, dim=-1):\n    return getattr(torch, 'soft' + 'max')(x, dim)\n"
     assert "torch.softmax" in [f.detail for f in scan([source], ["softmax"]).forbidden["softmax"]]
+
+
+@pytest.mark.parametrize("source", [
+    "import torch.nn.functional as F\n_r = F.__course_forbidden_call__",  # the tripwires' hook, in torch's globals
+    "import sys, traceback\n_frames = [f for f, _ in traceback.walk_stack(None)]",
+    "import sys\n_all = sys._current_frames()",
+    "import traceback\n_s = traceback.extract_stack()",
+])
+def test_frames_and_the_tripwires_hook_hold_however_they_are_reached(source):
+    """A tenth red-team pass reached the runner through the hook's bound method and frames through
+    `traceback.walk_stack` and `sys._current_frames`, none of them flagged."""
+    assert scan([HAND_SOFTMAX, source], FUNCTIONS).held

@@ -84,6 +84,8 @@ PROBE = textwrap.dedent(r'''
         outcome["late op after the look"] = type(exc).__name__
     outcome["found late"] = late
     outcome["a second look"] = tripwires.cover_late_ops()
+    import torch.nn.functional as F
+    outcome["the hook leads to the runner"] = hasattr(getattr(F, "__course_forbidden_call__"), "__self__")
     print(json.dumps({"outcome": outcome, "new handles": handles() - before,
                       "recorded": runner.forbidden_used[:3], "by hand": float(x.exp().sum())}))
 ''')
@@ -101,7 +103,8 @@ def test_the_kernels_throw_with_no_python_handle_to_lift_them():
                                  "late op before the look": "computed", "late op after the look": "RuntimeError",
                                  "found late": ["prims::prepare_softmax_online"], "a second look": [],
                                  "late function before the look": "computed",
-                                 "late function after the look": "ForbiddenAPIError"}
+                                 "late function after the look": "ForbiddenAPIError",
+                                 "the hook leads to the runner": False}
     assert result["new handles"] == 0  # no dispatcher library object for a heap scan to find and reset
     assert result["recorded"][:2] == ["aten::_softmax", "aten::_log_softmax"]
     assert result["by hand"] > 0

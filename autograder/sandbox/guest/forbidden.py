@@ -14,8 +14,8 @@ import re
 from typing import Optional
 
 SOFTMAX = r"soft(max|min)"
-ATTENTION = (r"scaled_dot_product|_fused_sdp|flash_attention|efficient_attention|cudnn_attention|"
-             r"multi_?head_?attention|flex_attention|transformer_encoder_layer|_transformer")
+ATTENTION = (r"scaled_dot_product|scaled_dot_attention|_fused_sdp|flash_attention|efficient_attention|"
+             r"cudnn_attention|multi_?head_?attention|flex_attention|transformer_encoder_layer|_transformer")
 # Torch's own sdpa helpers (`sdpa_kernel`, ...) are blocked where torch defines them; in the student's
 # source a name containing "sdpa" is usually the student's own function, so the static read leaves it.
 RUNTIME_ONLY = r"sdpa"
