@@ -56,6 +56,11 @@ def install(stream) -> None:
     trusted_roots = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
     installed = (*trusted_roots, os.path.dirname(os.path.realpath(__file__)) + os.sep)
     loaded = _loaded_files()  # installed files whose code this process has loaded: loading one again is reported
+
+    def named(path):
+        """An installed file as the report names it: the same words wherever the course and Python are."""
+        root = next((r for r in installed if path.startswith(r)), "")
+        return os.path.relpath(path, os.path.dirname(root.rstrip(os.sep))) if root else path
     sys.dont_write_bytecode = True  # a student's own module is read as text on every import, never as .pyc
     # The runner's tracebacks are formatted without parsing fragments of source lines (Python 3.11's carets):
     # a fragment of torch's or the runner's code would reach the grader as a text it cannot place.
@@ -98,7 +103,7 @@ def install(stream) -> None:
                 path = realpath(filename)
                 if path.startswith(installed):
                     if path in loaded:
-                        send("opaque", b"compiled again " + path.encode("utf-8", "replace")[-180:])
+                        send("opaque", b"compiled again " + named(path).encode("utf-8", "replace")[-180:])
                         return
                     loaded.add(path)
             if len(data) <= MAX_TEXT_BYTES:
@@ -125,7 +130,7 @@ def install(stream) -> None:
             if not real.startswith(trusted_roots) or not same_bytes(real, args[0] if args else None):
                 send("opaque", b"compiled module " + str_type(path).encode("utf-8", "replace")[:200])
             elif real in loaded:
-                send("opaque", b"compiled module again " + real.encode("utf-8", "replace")[-170:])
+                send("opaque", b"compiled module again " + named(real).encode("utf-8", "replace")[-170:])
             else:
                 loaded.add(real)
                 source = caller.f_locals.get("source_path")
