@@ -151,18 +151,35 @@ def report_unreadable(what: bytes) -> None:
         _unreadable(what)
 
 
+_KNOWN = ({}, set())  # (module name -> its files' real paths, all of them), as `remember_loaded` left them
+
+
+def remember_loaded() -> None:
+    """Note the files of every module imported so far (the zygote's warm-up calls this, once: resolving
+    some four thousand paths costs a fifth of a second, which no forked runner should pay again)."""
+    files, known = _KNOWN
+    for name, module in list(sys.modules.items()):
+        if name not in files:
+            files[name] = _files_of(module)
+            known.update(files[name])
+
+
 def _loaded_files() -> set:
     """The real paths of the source and compiled files of every module imported so far."""
-    found = set()
-    for module in list(sys.modules.values()):
-        for attr in ("__file__", "__cached__"):
-            try:
-                path = vars(module).get(attr)
-            except TypeError:
-                continue
-            if type(path) is str and path.startswith("/"):
-                found.add(os.path.realpath(path))
-    return found
+    remember_loaded()  # only the modules imported since the warm-up's call are resolved here
+    return set(_KNOWN[1])
+
+
+def _files_of(module) -> tuple:
+    found = []
+    for attr in ("__file__", "__cached__"):
+        try:
+            path = vars(module).get(attr)
+        except TypeError:
+            continue
+        if type(path) is str and path.startswith("/"):
+            found.append(os.path.realpath(path))
+    return tuple(found)
 
 
 def _display(frame) -> bool:

@@ -6,6 +6,7 @@ import sys
 # `python -I` leaves this directory off sys.path; the guest files import each other by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import runner as sandbox_runner  # noqa: E402
+import source_report  # noqa: E402
 from reset import restore, snapshot  # noqa: E402
 
 
@@ -54,6 +55,7 @@ def warm_up(restore_files: bool = True) -> tuple[sandbox_runner.Runner, dict[str
         # Built-in softmax and attention raise from now on, in the zygote and every runner it forks; nothing
         # of the student's can lift them (``tripwires.py``).  Before the freeze: they are found by a walk.
         runner.install_tripwires()
+    source_report.remember_loaded()  # every runner's report starts from these files (``source_report.py``)
     os.environ.clear()
     os.environ.update(environment)  # e.g. TORCHINDUCTOR_CACHE_DIR, set by importing torch._dynamo
     problem = restore(taken) if restore_files else ""
