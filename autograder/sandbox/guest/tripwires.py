@@ -182,15 +182,20 @@ _COVERED = set()  # ops of the families with tripwire kernels
 _SEEN = [0, 0]  # ops registered and modules imported (`kernel_tripwires.counts()`) at the last look
 
 
-def _cover_late_functions(hook: Callable) -> None:
+def _cover_late_functions(hook: Callable) -> list:
     """New bodies for the functions of the families (and methods of softmax classes) of torch created since
     start-up: a module imported later defines them.  The warm-up's objects are frozen (out of the
     collector's lists), so the walk sees only what was made since, wherever it is held (a module dropped
-    from sys.modules again included)."""
+    from sys.modules again included).  Returns those that could not be given one, to be reported."""
+    failed = []
     for fn in [o for o in gc.get_objects() if isinstance(o, types.FunctionType)]:
         if _in_library(fn) and not fn.__code__.co_filename.startswith(NEW_BODY) and (
                 blocked(fn.__name__) or code_of_blocked(fn.__qualname__) == "softmax-builtin"):
-            replace_body(fn, hook)
+            try:
+                replace_body(fn, hook)
+            except Exception:  # noqa: BLE001 - whatever stops it, the function is reported instead
+                failed.append(f"function {fn.__module__}.{fn.__qualname__} (no new body)"[:160])
+    return failed
 
 
 def cover_late_ops(runner=None) -> list:
@@ -205,17 +210,18 @@ def cover_late_ops(runner=None) -> list:
     ops, imports = kernel_tripwires.counts()  # kept in C++: no Python code can hold them back
     if [ops, imports] == _SEEN:
         return []
+    failed = []
     if runner is not None and imports != _SEEN[1]:
-        _cover_late_functions(_HOOKS[0] if _HOOKS else _hook(runner))
+        failed = _cover_late_functions(_HOOKS[0] if _HOOKS else _hook(runner))
     if ops == _SEEN[0]:
         _SEEN[1] = imports
-        return []
+        return failed
     _SEEN[:] = [ops, imports]
     late = [op for op in forbidden_ops() if op not in _COVERED]
     if late:
         kernel_tripwires.extend(aten_plan(late))
         _COVERED.update(late)
-    return late
+    return late + failed
 
 
 def _trusted_prefixes() -> tuple:
