@@ -3,7 +3,8 @@
 nbgrader's feedback shows an ungraded written answer as "(Score: 0.0 / 2.5)", which a student reads
 as a zero.  This step records, for each grade cell, whether the gradebook still waits for a person
 (`needs_manual_grade`: a written answer not yet graded, or a part held for review), and the feedback
-template (``templates/feedback/sdpa_feedback.html.j2``) says "awaiting your instructor's grade" there.
+template (``templates/feedback/sdpa_feedback.html.j2``) says "awaiting your instructor's grade" there,
+until a score is entered by hand.
 """
 from __future__ import annotations
 
@@ -19,4 +20,6 @@ class GetGradesShowingAwaiting(GetGrades):
         super()._get_score(cell, resources)
         grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,
                                           self.assignment_id, self.student_id)
-        cell.metadata.nbgrader[AWAITING_KEY] = bool(grade.needs_manual_grade)
+        # a score entered by hand counts, whether or not the flag was cleared (formgrader clears it; a
+        # script that sets `manual_score` may not)
+        cell.metadata.nbgrader[AWAITING_KEY] = bool(grade.needs_manual_grade) and grade.manual_score is None
