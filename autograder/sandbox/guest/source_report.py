@@ -53,7 +53,7 @@ def install(stream) -> None:
     """Report to `stream` (the runner's protocol output) every text compiled from now on, for good."""
     fd = stream.fileno()
     identity = _identity(fd)
-    trusted_roots = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    trusted_roots = _INSTALLED
     installed = (*trusted_roots, os.path.dirname(os.path.realpath(__file__)) + os.sep)
     loaded = _loaded_files()  # installed files whose code this process has loaded: loading one again is reported
 
