@@ -306,6 +306,22 @@ def softmax(x, dim=0):
     return e / torch.where(s > 0, s, torch.ones_like(s))
 '''}
 
+# Other spellings of a helper's mistake (tests/grading/test_mistake_families.py): a softmax that ignores dim and
+# normalises along axis 0 (charged three times, 34 points, before it had a code of softmax's own), and sqrt(d_k)
+# built as a float16 tensor.
+SOFTMAX_AXIS_0 = {"softmax": '''
+def softmax(x, dim=-1):
+    m = x.amax(dim=0, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    e = torch.exp(x - m)
+    s = e.sum(dim=0, keepdim=True)
+    return e / torch.where(s > 0, s, torch.ones_like(s))
+'''}
+SCALE_FLOAT16_ROOT = {"scale_scores": '''
+def scale_scores(scores, d_k):
+    return scores / torch.tensor(d_k ** 0.5, dtype=torch.float16)
+'''}
+
 # Found by a sixth red-team pass: a composite whose device and dtype code is wrong, behind helper mistakes
 # whose composition explains its CPU values.  The device checks still grade the composite's own output.
 DEVICE_BUG = '''
@@ -443,7 +459,9 @@ CHARGING = [
     Sample("bug-mask-after-softmax-bool-only", "bug", "partial", MASK_AFTER_SOFTMAX_BOOL_ONLY,
            codes=("mask-after-softmax",)),
     Sample("bug-causal-inverted", "bug", "partial", CAUSAL_INVERTED, codes=("mask-inverted",)),
-    Sample("bug-softmax-default-dim0", "bug", "partial", SOFTMAX_DEFAULT_DIM0, codes=("softmax-wrong-dim",)),
+    Sample("bug-softmax-default-dim0", "bug", "partial", SOFTMAX_DEFAULT_DIM0, codes=("softmax-dim-ignored",)),
+    Sample("bug-softmax-axis-0", "bug", "partial", SOFTMAX_AXIS_0, codes=("softmax-dim-ignored",)),
+    Sample("bug-scale-float16-root", "bug", "partial", SCALE_FLOAT16_ROOT, codes=("scale-low-precision",)),
     Sample("attack-charge-device-bug-behind-scores", "attack", "partial", DEVICE_BUG_BEHIND_SCORES),
     Sample("attack-charge-device-bug-behind-two-helpers", "attack", "partial", DEVICE_BUG_BEHIND_TWO_HELPERS),
     Sample("attack-charge-topped-up-inverted", "attack", "partial", TOPPED_UP_INVERTED),

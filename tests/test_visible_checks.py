@@ -23,6 +23,8 @@ NAMED = {
     "bug-scores-transposed": ("attention_scores", "[scores-transposed]"),
     "bug-softmax-unstable": ("softmax", "[softmax-unstable]"),
     "bug-fully-masked-nan": ("softmax", "[fully-masked-nan]"),
+    "bug-softmax-dim-ignored": ("softmax", "[softmax-dim-ignored]"),
+    "bug-scale-low-precision": ("scale_scores", "[scale-low-precision]"),
     # mistakes in scaled_dot_product_attention itself: its own check names them
     "bug-softmax-wrong-dim": (None, "[softmax-wrong-dim]"),
     "bug-mask-after-softmax": (None, "[mask-after-softmax]"),

@@ -59,6 +59,7 @@ BUGS = [
     _honest("scale-missing"),
     _honest("scale-by-dk"),
     _honest("scale-multiplied"),
+    _honest("scale-low-precision"),
     _honest("scale-wrong-dim"),
     _honest("mask-inverted"),
     _honest("mask-zero-fill"),
@@ -82,6 +83,7 @@ def causal_mask(L, S, device=None):
     _honest("softmax-unstable"),
     _honest("softmax-global-max"),
     _honest("softmax-wrong-dim"),
+    _honest("softmax-dim-ignored"),
     Sample("bug-softmax-builtin", "bug", "partial", {"softmax": """
 def softmax(x, dim=-1):
     return torch.nan_to_num(torch.softmax(x, dim=dim), nan=0.0)

@@ -130,6 +130,18 @@ def apply_mask(scores, mask=None):
     scores += mask
     return scores
 """),
+    "softmax-dim-ignored": ("softmax", """
+def softmax(x, dim=-1):
+    m = x.amax(dim=-1, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    exps = torch.exp(x - m)
+    total = exps.sum(dim=-1, keepdim=True)
+    return exps / torch.where(total > 0, total, torch.ones_like(total))
+"""),
+    "scale-low-precision": ("scale_scores", """
+def scale_scores(scores, d_k):
+    return scores / torch.sqrt(torch.tensor(d_k, dtype=torch.float32))
+"""),
     "softmax-wrong-dim": ("scaled_dot_product_attention", """
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = scale_scores(attention_scores(q, k), q.shape[-1])

@@ -65,6 +65,8 @@ def _attention(q, k, v, mask=None, *, scale=None, mask_mode="ref", softmax=ref.s
             scores = scores.masked_fill(~mask, 0.0)
         elif mask_mode == "large-negative" and mask.dtype == torch.bool:
             scores = scores.masked_fill(~mask, -1e9)
+        elif mask_mode == "large-negative-added" and mask.dtype == torch.bool:
+            scores = scores + (~mask).to(scores.dtype) * -1e9
         elif mask_mode == "ignored":
             pass
         else:
@@ -88,7 +90,8 @@ def _sdpa_variants(q, k, v, mask=None):
                             for n in {d_v, L, S} - {d_k}],
         "mask-inverted": lambda: _attention(q, k, v, mask, mask_mode="inverted"),
         "mask-zero-fill": lambda: _attention(q, k, v, mask, mask_mode="zero"),
-        "half-overflow": lambda: _attention(q, k, v, mask, mask_mode="large-negative"),
+        "half-overflow": [lambda: _attention(q, k, v, mask, mask_mode="large-negative"),
+                          lambda: _attention(q, k, v, mask, mask_mode="large-negative-added")],
         "mask-after-softmax": lambda: _attention(q, k, v, mask, mask_mode="after"),
         "mask-ignored": lambda: _attention(q, k, v, mask, mask_mode="ignored"),
         "fully-masked-nan": lambda: _attention(q, k, v, mask, softmax=_nan_softmax),
@@ -146,6 +149,25 @@ def _one_constant(values: torch.Tensor):
     return first if bool(same.all()) else None
 
 
+# Precisions below float64 in which a student may build the constant sqrt(d_k).
+LOW_PRECISIONS = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def _low_precision_scale(scores, d_k) -> list[Callable]:
+    """Dividing by sqrt(d_k) made a tensor of a lower precision than the scores (``torch.tensor(d_k)`` is
+    float32), or multiplying by its reciprocal made so: only what differs from the right answer."""
+    exact = math.sqrt(d_k)
+    found = []
+    for low in LOW_PRECISIONS:
+        if torch.finfo(low).eps <= torch.finfo(scores.dtype).eps:
+            continue
+        root = float(torch.tensor(exact, dtype=low))
+        reciprocal = float(torch.tensor(1 / exact, dtype=low))
+        found += [lambda r=root: scores / r] if root != exact else []
+        found += [lambda r=reciprocal: scores * r] if reciprocal != 1 / exact else []
+    return found
+
+
 def variants(function: str, args: Sequence, kwargs: dict) -> dict[str, list[Callable]]:
     """{code: [callable producing the buggy output]} for one student function."""
     a = list(args) + [kwargs[name] for name in ("mask",) if name in kwargs]
@@ -158,7 +180,8 @@ def variants(function: str, args: Sequence, kwargs: dict) -> dict[str, list[Call
     if function == "scale_scores":
         scores, d_k = a[:2]
         return {"scale-missing": [lambda: scores], "scale-by-dk": [lambda: scores / d_k],
-                "scale-multiplied": [lambda: scores * math.sqrt(d_k)]}
+                "scale-multiplied": [lambda: scores * math.sqrt(d_k)],
+                "scale-low-precision": _low_precision_scale(scores, d_k)}
     if function == "apply_mask":
         scores, mask = a[0], (a[1] if len(a) > 1 else None)
         if mask is None:
@@ -172,7 +195,9 @@ def variants(function: str, args: Sequence, kwargs: dict) -> dict[str, list[Call
     if function == "softmax":
         x = a[0]
         dim = a[1] if len(a) > 1 else kwargs.get("dim", -1)
-        return {"softmax-wrong-dim": [lambda d=d: ref.softmax(x, dim=d) for d in _other_dims(x, dim)],
+        # Another axis than `dim`, with the guard for all -inf slices or without it.
+        return {"softmax-dim-ignored": [f for d in _other_dims(x, dim)
+                                        for f in (lambda d=d: ref.softmax(x, dim=d), lambda d=d: _nan_softmax(x, d))],
                 "softmax-unstable": [lambda: _naive_softmax(x, dim), lambda: _guarded(_naive_softmax(x, dim)),
                                      lambda: _empty_guarded_naive_softmax(x, dim)],
                 "softmax-global-max": [lambda: _global_max_softmax(x, dim),
