@@ -237,10 +237,15 @@ def notebook(lab, browser):
     page.close()
 
 
+# A code cell's input prompt, e.g. '[1]:', '[*]:', '[ ]:'.  A folded input (the checks' helpers) shows a
+# placeholder in its place, whose prompt is always empty: it is left out.
+PROMPT = ".jp-NotebookPanel .jp-Notebook .jp-CodeCell .jp-InputPrompt:not(.jp-Placeholder-prompt)"
+
+
 def _prompts(page):
-    """The input prompts of every code cell, e.g. ['[1]:', '[*]:', '[ ]:']."""
-    return page.evaluate("""() => Array.from(document.querySelectorAll(
-        '.jp-NotebookPanel .jp-Notebook .jp-CodeCell .jp-InputPrompt')).map(e => e.textContent.trim())""")
+    """The input prompts of every code cell whose input is shown."""
+    return page.evaluate("(selector) => Array.from(document.querySelectorAll(selector)).map(e => e.textContent.trim())",
+                         PROMPT)
 
 
 def _count(prompt):
@@ -258,13 +263,12 @@ def _run_all(page, label):
             # Settled: kernel idle, nothing queued ([*]) and something ran.  Cells that Run All
             # skipped (after an error in a cell without the `raises-exception` tag) show [ ].
             page.wait_for_function(
-                """(before) => {
-                    const ps = Array.from(document.querySelectorAll(
-                        '.jp-NotebookPanel .jp-Notebook .jp-CodeCell .jp-InputPrompt')).map(p => p.textContent);
+                """([before, selector]) => {
+                    const ps = Array.from(document.querySelectorAll(selector)).map(p => p.textContent);
                     const ind = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');
                     return ind && ind.dataset.status === 'idle' && !ps.some(p => p.includes('*'))
                         && ps.some(p => Number((p.match(/\\d+/) || [0])[0]) > before);
-                }""", arg=before, timeout=RUN_ALL_S * 1000)
+                }""", arg=[before, PROMPT], timeout=RUN_ALL_S * 1000)
         except PlaywrightError:
             _shot(page, f"{label}-stalled")
             pytest.fail(f"Run All Cells did not finish within {RUN_ALL_S}s; prompts: {_prompts(page)}")
@@ -609,3 +613,42 @@ def test_released_notebooks_pass_axe_in_jupyterlab(lab, browser):
                 _shot(page, "12-notebook-english")
         finally:
             page.close()
+
+
+def test_english_visible_check_names_the_helper_to_fix(lab, browser):
+    """The English edition with every answer filled in and one typical mistake (apply_mask's polarity
+    inverted), run top to bottom in JupyterLab: the composite's visible check names apply_mask and
+    [mask-inverted] in English, and the page has no serious axe-core finding."""
+    import nbformat
+
+    from autograder.grading import honest
+
+    released = nbformat.read(str(lab_ui.release(ENGLISH)), as_version=4)
+    answers = {**lab_ui.reference_answers(ENGLISH),
+               "apply_mask": honest.replacement("mask-inverted")["apply_mask"].strip("\n")}
+    for cell in released.cells:
+        if cell.cell_type == "code" and lab_ui.meta(cell).get("solution"):
+            cell.source = answers[lab_ui.grade_id(cell)]
+    relative = f"inverted-mask/{ENGLISH}/{ENGLISH}.ipynb"
+    target = Path(lab["root"]) / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(released, str(target))
+    composite = next(i for i, c in lab_ui.release_cells(ENGLISH)
+                     if lab_ui.grade_id(c) == "scaled_dot_product_attention-check")
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{lab['base']}/lab/workspaces/inverted-{ENGLISH}/tree/{relative}?token={lab['token']}")
+        expect(page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")).to_have_count(
+            len(released.cells), timeout=120_000)
+        lab_ui.wait_kernel_idle(page, 120_000)
+        _run_all(page, f"run {ENGLISH} with an inverted mask")
+        named = lab_ui.cell(page, composite).locator(".jp-OutputArea-output", has_text="[mask-inverted]")
+        named.scroll_into_view_if_needed()
+        expect(named).to_contain_text("apply_mask")
+        text = named.inner_text()
+        assert "scaled_dot_product_attention uses it" in text and not CJK.search(text), text
+        _audit(page, f"English notebook with an inverted mask ({ENGLISH})", COURSE_CONTENT, LAB_CONTROLS)
+        _shot(page, "07c-inverted-mask-visible-check-english")
+    finally:
+        page.close()
