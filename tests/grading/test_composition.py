@@ -5,11 +5,15 @@ from autograder.demo.submissions import BUGS
 from autograder.grading.composition import HOME
 from autograder.grading.hidden_checks import run_checks
 from autograder.grading.local_student import LocalStudent, reference_namespace
+from catalogue.charging import CHARGING
 
 COMPOSITE = "scaled_dot_product_attention"
 HELPERS = ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output")
-# One sample per helper misconception whose home is that helper (a buggy helper, nothing else changed).
-HELPER_BUGS = [s for s in BUGS if set(s.replace) <= set(HELPERS) and s.replace
+# One sample per helper misconception whose home is that helper (a buggy helper, nothing else changed).  The
+# honest softmax-dim-ignored hard-codes dim=-1, all the composite asks of softmax, so the composite never shows
+# it: the axis-0 form, which the composite does show, stands in for it.
+HELPER_BUGS = [s for s in BUGS + [s for s in CHARGING if s.name == "bug-softmax-axis-0"]
+               if set(s.replace) <= set(HELPERS) and s.replace and s.name != "bug-softmax-dim-ignored"
                and any(HOME.get(c) in s.replace for c in s.codes)]
 
 
