@@ -43,3 +43,8 @@ configure(c)
 # Feedback pages that work offline (LaTeX rendered to MathML, no MathJax CDN) and name each part
 # in their summary; formgrader's "Generate Feedback" button uses this exporter too.
 c.GenerateFeedback.exporter_class = "autograder.nbgrader.feedback_page.OfflineFeedbackExporter"
+
+# `nbgrader export` writes one row per student, in the edition they submitted, with a column per part
+# (nbgrader's own export lists every student under both editions, with a false 0 in the one not taken).
+# `sdpa-course export --format canvas|moodle` writes the gradebook imports of those systems.
+c.ExportApp.plugin_class = "autograder.export.CourseExportPlugin"

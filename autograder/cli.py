@@ -4,6 +4,7 @@ Run in the course directory (or pass ``--course DIR``)::
 
     sdpa-course autograde sdpa [--workers N] [--student ID ...] [--force] [--dask ADDRESS]
     sdpa-course report sdpa [--out DIR]
+    sdpa-course export [--format csv|canvas|moodle] [--out FILE]
     sdpa-course check path/to/notebook.ipynb
     sdpa-course demo
 
@@ -83,6 +84,14 @@ def _parser():
     report.add_argument("--language", choices=sorted(LOCALES), default=None,
                         help="language of the page and charts (default: the assignment's edition's)")
 
+    export = sub.add_parser("export", parents=[course], help="grades to upload: CSV, Canvas or Moodle",
+                            description="One row per student, in the edition they submitted (a student who "
+                                        "submitted both: the one submitted last), for a spreadsheet (csv, a "
+                                        "column per part) or a learning-management system's gradebook import.")
+    export.add_argument("--format", choices=("csv", "canvas", "moodle"), default="csv",
+                        help="csv (default), canvas or moodle")
+    export.add_argument("--out", metavar="FILE", default=None, help="the file to write (default grades-FORMAT.csv)")
+
     check = sub.add_parser("check", parents=[course], help="grade one notebook and print its feedback",
                            description="Grade one notebook outside the gradebook (in a throwaway copy of the "
                                        "course) and print the feedback.  Extra --Class.trait=value options go "
@@ -115,6 +124,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _autograde(args, course, extra)
         if args.command == "report":
             return _report(args, course)
+        if args.command == "export":
+            return _export(args, course)
         if args.command == "check":
             from .notebook.editions import edition_of
 
@@ -195,6 +206,18 @@ def _autograde(args, course, extra):
               f"continue", file=sys.stderr)
         return 130
     return 1 if summary.failed else 0
+
+
+# -- export ------------------------------------------------------------------
+
+def _export(args, course):
+    from .export import export
+
+    path, students, notes = export(course, args.format, args.out)
+    for note in notes:
+        print(note)
+    print(f"wrote {path}: {students} student{'s' * (students != 1)} ({args.format})")
+    return 0
 
 
 # -- check -------------------------------------------------------------------

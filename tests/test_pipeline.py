@@ -97,9 +97,10 @@ def test_stock_autograde_prints_no_gradebook_noise(graded_course):
 def test_export_matches_gradebook(graded_course):
     rows = {r["student_id"]: r for root in graded_course["roots"] for r in csv.DictReader(open(root / "grades.csv"))}
     assert set(rows) == {s.name for s in catalogue.CATALOGUE}
-    assert float(rows["correct-reference"]["raw_score"]) == AUTOMATIC
-    assert float(rows["empty-release"]["raw_score"]) == 0.0
-    assert 0 < float(rows["bug-scale-missing"]["raw_score"]) < AUTOMATIC
+    assert {r["edition"] for r in rows.values()} == {"sdpa"}
+    assert float(rows["correct-reference"]["score"]) == AUTOMATIC
+    assert float(rows["empty-release"]["score"]) == 0.0
+    assert 0 < float(rows["bug-scale-missing"]["score"]) < AUTOMATIC
 
 
 SANDBOXED = ("attack-read-solutions", "attack-gradebook-and-grader-files", "attack-network")

@@ -1,0 +1,178 @@
+"""Grades to upload: ``sdpa-course export [--format csv|canvas|moodle]``, and ``nbgrader export`` through
+`CourseExportPlugin` (``c.ExportApp.plugin_class`` in nbgrader_config.py).
+
+The course has one nbgrader assignment per edition (``sdpa`` in Chinese, ``sdpa_en`` in English), and a
+student takes one of them.  nbgrader's own CSV export lists every student under every assignment, with a
+0 where they submitted nothing, so each student would appear twice and once with a false zero.  Here a
+student appears once, in the edition they submitted, with that edition named; a student who submitted
+both is listed with the submission made last (it is what they handed in), and the command says so.
+
+Formats (each documented by its system; the fields matched are listed in docs/instructor/export.md):
+
+- ``csv``: one row per student: id, names, e-mail, edition, submission time, late penalty, score, maximum,
+  then one column per graded part (``softmax``, ``apply_mask``, …) and per written answer.
+- ``canvas``: Canvas's gradebook import: ``Student, ID, SIS User ID, SIS Login ID, Section`` and one
+  assignment column holding the score; a ``Points Possible`` row under the header.  The nbgrader student id
+  goes in ``SIS Login ID``, the column Canvas matches a row on when the others are empty.
+- ``moodle``: Moodle's grade import from a CSV file: a ``Username`` column to map to the user's username,
+  names and e-mail (to check the mapping by eye), and one column holding the score.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from nbgrader.plugins import ExportPlugin
+
+from .batch.coursedir import CourseError, load_app, sqlite_path
+from .notebook import editions
+from .notebook.cells import grade_id, part_of
+
+FORMATS = ("csv", "canvas", "moodle")
+COURSE_TITLE = "Scaled dot-product attention"  # the assignment column's name in Canvas and Moodle
+
+
+@dataclass
+class Row:
+    """One student's graded submission of one edition."""
+
+    student: str
+    last_name: str
+    first_name: str
+    email: str
+    edition: str
+    timestamp: str
+    late_penalty: float
+    score: float
+    max_score: float
+    parts: dict = field(default_factory=dict)  # column (part or written answer) -> points
+
+
+def columns(course: Union[str, os.PathLike], assignment: str) -> dict[str, str]:
+    """{grade cell id: its column}, in notebook order: a test cell's column is the part it scores, a written
+    answer's its own id.  The editions have the same grade cells, so their columns line up."""
+    import nbformat
+
+    path = os.path.join(course, "source", assignment, f"{assignment}.ipynb")
+    if not os.path.exists(path):
+        return {}
+    nb = nbformat.read(path, as_version=4)
+    found = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and grade_id(cell):
+            found[grade_id(cell)] = part_of(cell) or grade_id(cell)
+    return found
+
+
+def rows(gradebook, course: Union[str, os.PathLike], assignments: Iterable[str] = tuple(editions.EDITIONS),
+         students: Sequence[str] = ()) -> list[Row]:
+    """Every graded submission of the course's editions in `gradebook` (an open nbgrader `Gradebook`)."""
+    from nbgrader.api import MissingEntry
+
+    found = []
+    for assignment in assignments:
+        try:
+            gradebook.find_assignment(assignment)
+        except MissingEntry:
+            continue
+        named = columns(course, assignment)
+        for student in sorted(gradebook.students, key=lambda s: s.id):
+            if students and student.id not in students:
+                continue
+            try:
+                submission = gradebook.find_submission(assignment, student.id)
+            except MissingEntry:
+                continue  # not submitted: no row (the other edition may have one)
+            penalty = float(submission.late_submission_penalty or 0)
+            row = Row(student.id, student.last_name or "", student.first_name or "", student.email or "", assignment,
+                      str(submission.timestamp or ""), penalty, max(0.0, float(submission.score) - penalty),
+                      float(submission.max_score))
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    column = named.get(grade.name, grade.name)
+                    row.parts[column] = row.parts.get(column, 0.0) + float(grade.score)
+            found.append(row)
+    return found
+
+
+def one_per_student(found: list[Row]) -> tuple[list[Row], list[str]]:
+    """(one row per student, the lines that say which students submitted more than one edition)."""
+    chosen, notes = {}, []
+    for row in sorted(found, key=lambda r: (r.student, r.timestamp)):
+        if row.student in chosen:
+            notes.append(f"{row.student} submitted {chosen[row.student].edition} and {row.edition}: "
+                         f"{row.edition} (submitted last, {row.timestamp}) is exported")
+        chosen[row.student] = row
+    return [chosen[s] for s in sorted(chosen)], notes
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def write(found: list[Row], fmt: str, out) -> None:
+    """Write `found` to the open text file `out` in `fmt` (one of FORMATS)."""
+    writer = csv.writer(out, lineterminator="\n")
+    if fmt == "csv":
+        parts = list(dict.fromkeys(column for row in found for column in row.parts))
+        writer.writerow(["student_id", "last_name", "first_name", "email", "edition", "timestamp",
+                         "late_submission_penalty", "score", "max_score", *parts])
+        for r in found:
+            writer.writerow([r.student, r.last_name, r.first_name, r.email, r.edition, r.timestamp,
+                             _number(r.late_penalty), _number(r.score), _number(r.max_score),
+                             *(_number(r.parts[p]) if p in r.parts else "" for p in parts)])
+    elif fmt == "canvas":
+        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", COURSE_TITLE])
+        most = max((r.max_score for r in found), default=0.0)
+        writer.writerow(["Points Possible", "", "", "", "", _number(most)])
+        for r in found:
+            name = ", ".join(n for n in (r.last_name, r.first_name) if n) or r.student
+            writer.writerow([name, "", "", r.student, "", _number(r.score)])
+    elif fmt == "moodle":
+        writer.writerow(["Username", "First name", "Last name", "Email address", COURSE_TITLE])
+        for r in found:
+            writer.writerow([r.student, r.first_name, r.last_name, r.email, _number(r.score)])
+    else:
+        raise CourseError(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}")
+
+
+def export(course: Union[str, os.PathLike], fmt: str = "csv", out: Optional[Union[str, os.PathLike]] = None,
+           nbgrader_args: Sequence[str] = ()) -> tuple[str, int, list[str]]:
+    """Write the course's grades in `fmt`; returns (the file written, its number of students, notes)."""
+    from nbgrader.api import Gradebook
+
+    coursedir = load_app(course, nbgrader_args).coursedir
+    if not os.path.exists(sqlite_path(coursedir.db_url)):
+        raise CourseError(f"no gradebook at {sqlite_path(coursedir.db_url)} — run `sdpa-course autograde` first")
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
+        found, notes = one_per_student(rows(gradebook, course))
+    if not found:
+        raise CourseError("no graded submission of any edition (" + ", ".join(editions.EDITIONS) +
+                          ") in the gradebook — run `sdpa-course autograde` first")
+    path = os.fspath(out) if out else os.path.join(course, f"grades-{fmt}.csv")
+    text = io.StringIO()
+    write(found, fmt, text)
+    with open(path, "w", encoding="utf-8", newline="") as f:  # utf-8: Canvas and Moodle both read it
+        f.write(text.getvalue())
+    return path, len(found), notes
+
+
+class CourseExportPlugin(ExportPlugin):
+    """``nbgrader export``: one row per student who submitted an edition, a column per part (the ``csv``
+    format above) instead of nbgrader's row per student and assignment."""
+
+    def export(self, gradebook) -> None:
+        dest = self.to or "grades.csv"
+        assignments = list(self.assignment or editions.EDITIONS)
+        course = getattr(getattr(self.parent, "coursedir", None), "root", None) or os.getcwd()
+        found, notes = one_per_student(rows(gradebook, course, assignments, [str(s) for s in self.student]))
+        for note in notes:
+            self.log.warning(note)
+        with open(dest, "w", encoding="utf-8", newline="") as f:
+            write(found, "csv", f)
+        self.log.info("Exported %d students to %s", len(found), dest)

@@ -1,0 +1,105 @@
+"""Exports an instructor uploads: one row per student, in the edition they submitted.
+
+A mixed class is graded by stock ``nbgrader autograde`` in both editions: ana takes the Chinese edition,
+ben the English one with an inverted mask, and cai submits the Chinese one and then the English one.  nbgrader's
+own export would list all three under both editions, with false zeros; ``nbgrader export`` (the course's
+plugin) and ``sdpa-course export`` list each student once, and the Canvas and Moodle files parse back to the
+same scores as the gradebook.
+"""
+import csv
+import subprocess
+import sys
+
+import pytest
+
+from autograder.demo import course, submissions
+from autograder.grading import honest
+from catalogue import CORRECT
+from tests.support import points
+
+pytestmark = pytest.mark.slow
+
+CLASS = {  # student -> [(edition, sample's answer cells, submission time)]
+    "ana": [("sdpa", {}, "2026-12-01 09:00:00.000000 UTC")],
+    "ben": [("sdpa_en", honest.replacement("mask-inverted"), "2026-12-01 10:00:00.000000 UTC")],
+    "cai": [("sdpa", {}, "2026-12-01 09:30:00.000000 UTC"),
+            ("sdpa_en", honest.replacement("mask-inverted"), "2026-12-02 08:00:00.000000 UTC")],
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = course.make_course(tmp_path_factory.mktemp("export") / "course")
+    reference = next(s for s in CORRECT if s.name == "correct-reference")
+    for edition in ("sdpa", "sdpa_en"):
+        course.nbgrader(root, "generate_assignment", edition, "--force")
+    for student, taken in CLASS.items():
+        for edition, replace, when in taken:
+            sample = submissions.Sample(student, "bug", "partial", replace or reference.replace)
+            path = course.submit(root, student, submissions.build(sample, course.release_notebook(root, edition)),
+                                 edition)
+            (path.parent / "timestamp.txt").write_text(when)
+    for edition in ("sdpa", "sdpa_en"):
+        course.nbgrader(root, "autograde", edition)
+    return root
+
+
+def _gradebook_scores(root):
+    """{(student, edition): score} as the gradebook holds them."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    found = {}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for edition in ("sdpa", "sdpa_en"):
+            for student in gb.students:
+                try:
+                    found[student.id, edition] = float(gb.find_submission(edition, student.id).score)
+                except MissingEntry:
+                    pass
+    return found
+
+
+def _read(path):
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.reader(f))
+
+
+def test_nbgrader_export_lists_each_student_once_in_the_edition_taken(graded):
+    course.nbgrader(graded, "export", "--to", "grades.csv")
+    rows = {r["student_id"]: r for r in csv.DictReader(open(graded / "grades.csv", encoding="utf-8"))}
+    assert sorted(rows) == ["ana", "ben", "cai"]
+    assert {s: r["edition"] for s, r in rows.items()} == {"ana": "sdpa", "ben": "sdpa_en", "cai": "sdpa_en"}
+    scores = _gradebook_scores(graded)
+    for student, row in rows.items():
+        assert float(row["score"]) == scores[student, row["edition"]]
+    assert float(rows["ana"]["score"]) == points.AUTOMATIC
+    # a column per part: the inverted mask costs points in apply_mask, and nowhere else
+    part_points = points.part_points()
+    assert float(rows["ben"]["apply_mask"]) < part_points["apply_mask"]
+    assert all(float(rows["ben"][part]) == most for part, most in part_points.items() if part != "apply_mask")
+
+
+def test_canvas_and_moodle_files_parse_back_to_the_gradebook_scores(graded):
+    scores = _gradebook_scores(graded)
+    taken = {"ana": "sdpa", "ben": "sdpa_en", "cai": "sdpa_en"}
+    for fmt in ("canvas", "moodle"):
+        out = graded / f"{fmt}.csv"
+        proc = subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(graded), "export",
+                               "--format", fmt, "--out", str(out)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert "cai submitted sdpa and sdpa_en" in proc.stdout and "3 students" in proc.stdout, proc.stdout
+        header, *body = _read(out)
+        if fmt == "canvas":
+            assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+            assert body[0][0] == "Points Possible" and float(body[0][5]) == points.TOTAL
+            got = {row[3]: float(row[5]) for row in body[1:]}
+        else:
+            assert header[0] == "Username" and "Email address" in header
+            got = {row[0]: float(row[-1]) for row in body}
+        assert got == {student: scores[student, edition] for student, edition in taken.items()}, fmt
+
+
+def test_an_unknown_format_is_refused_with_the_choices(graded):
+    proc = subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(graded), "export", "--format",
+                           "blackboard"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "canvas" in proc.stderr
