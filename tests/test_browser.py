@@ -646,7 +646,7 @@ def test_english_visible_check_names_the_helper_to_fix(lab, browser):
         named = lab_ui.cell(page, composite).locator(".jp-OutputArea-output", has_text="[mask-inverted]")
         named.scroll_into_view_if_needed()
         expect(named).to_contain_text("apply_mask")
-        text = named.inner_text()
+        text = named.text_content()
         assert "scaled_dot_product_attention uses it" in text and not CJK.search(text), text
         _audit(page, f"English notebook with an inverted mask ({ENGLISH})", COURSE_CONTENT, LAB_CONTROLS)
         _shot(page, "07c-inverted-mask-visible-check-english")
