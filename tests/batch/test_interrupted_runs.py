@@ -17,6 +17,7 @@ import pytest
 import catalogue
 from autograder.demo import course, submissions
 from autograder.grading import record
+from tests.support import points
 from tests.support.grading import FAST_LIMITS
 
 pytestmark = pytest.mark.slow
@@ -37,7 +38,7 @@ def root(tmp_path_factory):
 def clean(root):
     """The clean run's grades (each test leaves the course graded cleanly again)."""
     grades = course.grades(root)[STUDENT]
-    assert sum(score for score, _ in grades.values()) == 105
+    assert sum(score for score, _ in grades.values()) == points.AUTOMATIC
     return grades
 
 
@@ -55,20 +56,29 @@ def _cli(root):
                           text=True, timeout=600)
 
 
-def _kill_stock_mid_student(root):
-    """Start stock autograde on a student not graded yet and SIGKILL it once their autograded folder exists
-    (mid-student)."""
+def _kill_stock_when(ready):
+    """Start stock autograde on a student not graded yet and SIGKILL it as soon as `ready(dest)` holds: the
+    autograded folder exists (its files being copied), the notebook is (being) written, or the grading record
+    is (the last file a student's grading writes)."""
     import shutil
 
-    shutil.rmtree(_dest(root))
-    proc = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", course.ASSIGNMENT, *FAST_LIMITS],
-                            cwd=root, env=course.nbgrader_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while not _dest(root).exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    def kill(root):
+        shutil.rmtree(_dest(root))
+        proc = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", course.ASSIGNMENT, *FAST_LIMITS],
+                                cwd=root, env=course.nbgrader_env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 300
+        while not ready(_dest(root)) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return kill
+
+
+_KILL_IN_FOLDER = _kill_stock_when(lambda dest: dest.exists())
+_KILL_AFTER_RECORD = _kill_stock_when(lambda dest: (dest / f"{course.ASSIGNMENT}{record.SUFFIX}").exists())
+_KILL_IN_NOTEBOOK = _kill_stock_when(lambda dest: (dest / f"{course.ASSIGNMENT}.ipynb").exists())
+KILLS = (_KILL_IN_FOLDER, _KILL_IN_NOTEBOOK, _KILL_AFTER_RECORD)
 
 
 def _record_only(root):
@@ -86,17 +96,19 @@ def _empty_folder(root):
         path.unlink() if path.is_file() else None
 
 
-@pytest.mark.parametrize("leave, again", [(_kill_stock_mid_student, _cli), (_record_only, _stock),
-                                          (_notebook_cut_short, _cli), (_empty_folder, _stock),
-                                          (_kill_stock_mid_student, _stock)],
-                         ids=["sigkill-then-cli", "record-only-then-stock", "cut-short-then-cli",
-                              "empty-then-stock", "sigkill-then-stock"])
+@pytest.mark.parametrize("leave, again", [(_KILL_IN_FOLDER, _cli), (_KILL_AFTER_RECORD, _stock),
+                                          (_KILL_IN_NOTEBOOK, _cli), (_KILL_IN_FOLDER, _stock), (_record_only, _stock),
+                                          (_notebook_cut_short, _cli), (_empty_folder, _stock)],
+                         ids=["sigkill-in-folder-then-cli", "sigkill-after-record-then-stock",
+                              "sigkill-in-notebook-then-cli", "sigkill-in-folder-then-stock", "record-only-then-stock",
+                              "cut-short-then-cli", "empty-then-stock"])
 def test_the_next_run_grades_the_student_again(root, clean, leave, again):
-    if leave is not _kill_stock_mid_student:
+    if leave not in KILLS:
         assert not record.unfinished(_dest(root), Path(root) / "submitted" / STUDENT / course.ASSIGNMENT)
     leave(root)
-    assert record.unfinished(_dest(root), Path(root) / "submitted" / STUDENT / course.ASSIGNMENT) or \
-        not _dest(root).exists()
+    if leave not in KILLS[1:]:  # killed once the notebook or the record was written, it may be whole already
+        assert record.unfinished(_dest(root), Path(root) / "submitted" / STUDENT / course.ASSIGNMENT) or \
+            not _dest(root).exists()
     done = again(root)
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
     assert course.grades(root)[STUDENT] == clean
