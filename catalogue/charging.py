@@ -179,7 +179,8 @@ def softmax(x, dim=-1):
 
 # Found by a second red-team pass: half-overflow written with other large constants, filled in or added, and a
 # composite that computes in float32 (one dtype mistake, charged once, in the device part).
-def _large_fill(expression: str) -> dict:
+def bool_mask_case(expression: str) -> dict:
+    """The answer cell of an apply_mask that returns `expression` for a bool mask, and is right otherwise."""
     return {"apply_mask": f'''
 def apply_mask(scores, mask=None):
     if mask is None:
@@ -190,9 +191,9 @@ def apply_mask(scores, mask=None):
 '''}
 
 
-FILL_1E10 = _large_fill("scores.masked_fill(~mask, -1e10)")
-FILL_FINFO = _large_fill("scores.masked_fill(~mask, torch.finfo(scores.dtype).min)")
-FILL_ADDED = _large_fill("scores + (~mask).to(scores.dtype) * -1e9")
+FILL_1E10 = bool_mask_case("scores.masked_fill(~mask, -1e10)")
+FILL_FINFO = bool_mask_case("scores.masked_fill(~mask, torch.finfo(scores.dtype).min)")
+FILL_ADDED = bool_mask_case("scores + (~mask).to(scores.dtype) * -1e9")
 COMPOSITE_IN_FLOAT32 = {"scaled_dot_product_attention": '''
 def scaled_dot_product_attention(q, k, v, mask=None):
     q, k, v = q.float(), k.float(), v.float()
@@ -225,8 +226,8 @@ def attention_scores(q, k):
         raise ValueError("d_k mismatch")
     return (q @ k.transpose(-2, -1)).half()
 '''}
-FILL_WHERE = _large_fill("torch.where(mask, scores, -1e9)")
-FILL_INDEXED = _large_fill("_indexed(scores, mask)")
+FILL_WHERE = bool_mask_case("torch.where(mask, scores, -1e9)")
+FILL_INDEXED = bool_mask_case("_indexed(scores, mask)")
 FILL_INDEXED["apply_mask"] = '''
 def _indexed(scores, mask):
     out = scores.clone()

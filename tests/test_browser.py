@@ -404,13 +404,17 @@ def test_reference_answers_pass_visible_checks_and_draw_heatmap(notebook):
     composite = next(i for i, c in _grade_cells() if lab_ui.grade_id(c) == "scaled_dot_product_attention-check")
     lab_ui.type_into(page, mask, honest.replacement("mask-inverted")["apply_mask"].strip("\n"))
     for index in (mask, composite):
-        lab_ui.cell(page, index).click(position={"x": 5, "y": 5})  # select it, in command mode
+        lab_ui.cell(page, index).click(position={"x": 40, "y": 5})  # its prompt: selects it (the bar left of it folds it)
         page.keyboard.press("Control+Enter")
         lab_ui.wait_kernel_idle(page, timeout=60_000)
     named = lab_ui.cell(page, composite).locator(".jp-OutputArea-output", has_text="[mask-inverted]")
     named.scroll_into_view_if_needed()
     expect(named).to_contain_text("apply_mask")
     _shot(lab_ui.cell(page, composite), "07b-inverted-mask-visible-check")
+    page.set_viewport_size({"width": 1280, "height": 800})  # the page as a laptop shows it
+    named.scroll_into_view_if_needed()
+    _shot(page, "07b-inverted-mask-visible-check-page")
+    page.set_viewport_size({"width": 1400, "height": 1000})
 
 
 # ------------------------------------------------------------------ instructor

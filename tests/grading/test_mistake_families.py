@@ -17,6 +17,7 @@ import pytest
 
 from autograder.grading import honest
 from autograder.grading.misconceptions import CATALOGUE
+from catalogue.charging import bool_mask_case
 from tests.support.grading import grade_in_process
 
 SEEDS = ("s1", "s2")
@@ -49,14 +50,7 @@ def _scale(expression: str) -> str:
 
 
 def _mask(bool_case: str) -> str:
-    return f'''
-def apply_mask(scores, mask=None):
-    if mask is None:
-        return scores
-    if mask.dtype == torch.bool:
-        return {bool_case}
-    return scores + mask
-'''
+    return bool_mask_case(bool_case)["apply_mask"]
 
 
 def _scores(expression: str) -> str:
