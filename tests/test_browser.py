@@ -404,7 +404,7 @@ def test_reference_answers_pass_visible_checks_and_draw_heatmap(notebook):
     composite = next(i for i, c in _grade_cells() if lab_ui.grade_id(c) == "scaled_dot_product_attention-check")
     lab_ui.type_into(page, mask, honest.replacement("mask-inverted")["apply_mask"].strip("\n"))
     for index in (mask, composite):
-        lab_ui.cell(page, index).click(position={"x": 40, "y": 5})  # its prompt: selects it (the bar left of it folds it)
+        lab_ui.cell(page, index).click(position={"x": 40, "y": 5})  # its prompt selects it (the bar folds it)
         page.keyboard.press("Control+Enter")
         lab_ui.wait_kernel_idle(page, timeout=60_000)
     named = lab_ui.cell(page, composite).locator(".jp-OutputArea-output", has_text="[mask-inverted]")
