@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..notebook import editions
 from ..notebook.cells import CellError, grade_id
 
 
@@ -56,6 +57,7 @@ def explain_failure(converter: Any, exc: BaseException, files: Mapping[str, tupl
     reason = reason_of(error)
     if observed is None and "NbGraderException" in type(exc).__name__:
         reason = _reason_from_log(log_lines) or reason
+    reason = _misplaced_edition(error, files) or reason
     where, cell = locate(error)
     if cell is None and isinstance(error, (UnicodeError, TypeError)) and notebook != "-":
         cell = _cell_from_notebook(files.get(notebook, (b"",))[0])
@@ -72,6 +74,19 @@ def reason_of(exc: Optional[BaseException]) -> str:
         parts.append(f"{type(exc).__name__}: {text[0] if text else ''}".strip().rstrip(":")[:240])
         exc = exc.__cause__ or exc.__context__
     return parts[0] + (f" (from {parts[1]})" if len(parts) > 1 else "") if parts else "unknown error"
+
+
+def _misplaced_edition(exc, files):
+    """What to do, where nbgrader found none of the assignment's notebooks ("did you forget to run
+    generate_assignment?") in a submission that holds another edition's notebook."""
+    if "No notebooks found" not in str(exc):
+        return None
+    others = sorted(filter(None, (editions.edition_of(name) for name in files)))
+    if not others:
+        return None
+    edition = others[0]
+    return (f"the submission holds {edition}.ipynb, the notebook of the {edition} edition, and none of this "
+            f"assignment: move it to submitted/<student>/{edition}/ and grade it as {edition}")
 
 
 def _reason_from_log(lines):

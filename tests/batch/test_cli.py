@@ -380,6 +380,7 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
         "correct-reference": {"sdpa.ipynb": good},
         "prints-surrogate": {"sdpa.ipynb": nbformat.writes(printing).encode("utf-8")},
         "no-notebook": {"notes.txt": b"no notebook here"},  # neither command sees a submission
+        "other-edition": {"sdpa_en.ipynb": good},  # the English edition's notebook in the Chinese folder
     })
     roots = {}
     for name in ("stock", "cli"):
@@ -411,6 +412,8 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
     assert "FAILED empty  sdpa.ipynb  cell -  NotJSONError" in failed["empty"]
     assert "] empty FAILED sdpa.ipynb  cell -  NotJSONError" in ours.stderr
     assert "prints-surrogate" not in failed
+    assert "holds sdpa_en.ipynb, the notebook of the sdpa_en edition" in failed["other-edition"]
+    assert "move it to submitted/<student>/sdpa_en/" in failed["other-edition"]
     assert f"graded 2, skipped 0 (already graded), failed {len(failed)} " in ours.stdout, ours.stdout
     entries = _entries(cli_root)
     assert "no-notebook" not in entries
