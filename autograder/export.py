@@ -20,7 +20,6 @@ Formats (each documented by its system; the fields matched are listed in docs/in
 from __future__ import annotations
 
 import csv
-import io
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -155,10 +154,8 @@ def export(course: Union[str, os.PathLike], fmt: str = "csv", out: Optional[Unio
         raise CourseError("no graded submission of any edition (" + ", ".join(editions.EDITIONS) +
                           ") in the gradebook — run `sdpa-course autograde` first")
     path = os.fspath(out) if out else os.path.join(course, f"grades-{fmt}.csv")
-    text = io.StringIO()
-    write(found, fmt, text)
     with open(path, "w", encoding="utf-8", newline="") as f:  # utf-8: Canvas and Moodle both read it
-        f.write(text.getvalue())
+        write(found, fmt, f)
     return path, len(found), notes
 
 
