@@ -371,7 +371,9 @@ def _html(data):
     slow_title, students_title = _("评分最慢的提交"), _("每名学生")
     review_note = _("这些提交中的代码触及评分进程或运行环境（gc、sys.modules、ctypes、prlimit、其他进程、动态代码）。"
                     "“暂扣分数”为“是”的一行，评分程序读不懂：这名学生各部分的分数在 formgrader 里标为需要人工评分，"
-                    "由助教读过代码后给出；其余各行本身不扣分，但应当有人读一读。")
+                    "由助教读过代码后给出；其余各行本身不扣分，但应当有人读一读。") + _(
+        "类别为 unexplained-difference 的一行：某个函数的输出与 PyTorch 不同，但不是误解目录里的任何一种；"
+        "请读这段代码，必要时给误解目录补一条。")
     codes_note = _("每个误解代码只在它所在的部分扣一次分；反馈页面的顶部用同一个代码指出它。")
     sections = [
         (review_title, review_note, _table(review_title, [student, _("单元格:行"), _("类别"), code, _("暂扣分数")],

@@ -323,6 +323,34 @@ def scale_scores(scores, d_k):
     return scores / torch.tensor(d_k ** 0.5, dtype=torch.float16)
 '''}
 
+# A helper mistake no misconception models (tests/grading/test_unexplained_differences.py): softmax weights
+# scaled by 1.01, scores divided by the cube root of d_k.  The composite, composed right from them, keeps its
+# points, since the helper's part lost all of its own; the device part, which grades only outputs it can
+# verify, charges the helper's calls and flags them for a person.  The third is right on its own part's
+# checks but one and wrong wherever its input has four dims (as inside the composite): the composite keeps
+# only as much as that part lost.
+UNKNOWN_SOFTMAX = {"softmax": '''
+def softmax(x, dim=-1):
+    m = x.amax(dim=dim, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    e = torch.exp(x - m)
+    s = e.sum(dim=dim, keepdim=True)
+    return 1.01 * e / torch.where(s > 0, s, torch.ones_like(s))
+'''}
+UNKNOWN_SCALE = {"scale_scores": '''
+def scale_scores(scores, d_k):
+    return scores / d_k ** (1 / 3)
+'''}
+UNKNOWN_INSIDE_COMPOSITE = {"softmax": '''
+def softmax(x, dim=-1):
+    m = x.amax(dim=dim, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    e = torch.exp(x - m)
+    s = e.sum(dim=dim, keepdim=True)
+    w = e / torch.where(s > 0, s, torch.ones_like(s))
+    return w * 1.01 if x.dim() >= 4 else w
+'''}
+
 # Found by a sixth red-team pass: a composite whose device and dtype code is wrong, behind helper mistakes
 # whose composition explains its CPU values.  The device checks still grade the composite's own output.
 DEVICE_BUG = '''
@@ -474,6 +502,11 @@ CHARGING = [
     Sample("attack-charge-narrow-after-softmax", "attack", "partial", NARROW_AFTER_SOFTMAX),
     Sample("fairness-helpers-in-defaults", "fairness", "full", FAIR_DEFAULT),
     Sample("fairness-helpers-in-closure", "fairness", "full", FAIR_CLOSURE),
+    Sample("bug-unknown-softmax-rescaled", "bug", "lose", UNKNOWN_SOFTMAX,
+           lose=("softmax-check", "device_dtype-check")),
+    Sample("bug-unknown-scale-cube-root", "bug", "lose", UNKNOWN_SCALE,
+           lose=("scale_scores-check", "device_dtype-check")),
+    Sample("attack-charge-unknown-inside-composite", "attack", "partial", UNKNOWN_INSIDE_COMPOSITE),
 ]
 
 # Each attack's honest counterpart: the one-bug sample (``bug-<code>``) of the misconception it shows, held
@@ -514,6 +547,8 @@ NARROWER = ("bug-mask-ignored-bool-only", "bug-mask-after-softmax-bool-only", "b
 # One dtype mistake, charged like the honest one (``bug-dtype-changed``).
 DTYPE_BUGS = ("bug-dtype-changed-in-scores", "bug-dtype-changed-in-output", "bug-dtype-changed-double",
               "bug-dtype-changed-composite", "bug-dtype-changed-bfloat16-softmax", "bug-dtype-changed-half-scores")
+# A helper mistake no misconception models: the composite keeps its points, a person is told.
+UNKNOWN = ("bug-unknown-softmax-rescaled", "bug-unknown-scale-cube-root")
 # half-overflow with another large constant: charged like the honest one, in apply_mask only.
 LARGE_FILLS = ("bug-half-overflow-1e10", "bug-half-overflow-finfo", "bug-half-overflow-added",
                "bug-half-overflow-where", "bug-half-overflow-indexed")

@@ -44,16 +44,20 @@ class CheckFailed(AssertionError):
     `explained_by`: codes that account for the whole failure and live in other parts (a dtype mistake in a
     value check, a missing tuple in a check that reads only the output).  With each mistake charged once,
     the check keeps its points if those parts charged them (``hidden_checks.settle_charges``).
+    `unexplained`: functions whose output differs in a way no known misconception explains, so that a
+    person reads the failure (``feedback.unexplained_notes``).
     """
 
     def __init__(self, message: str, codes: Iterable[str] = (), example: Optional[dict] = None,
-                 explained_by: Iterable[str] = (), replay: Optional[Replay] = None) -> None:
+                 explained_by: Iterable[str] = (), replay: Optional[Replay] = None,
+                 unexplained: Iterable[str] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.codes = list(dict.fromkeys(codes))
         self.example = example or {}
         self.explained_by = list(dict.fromkeys(explained_by))
         self.replay = replay  # the call to shrink into a smaller failing example
+        self.unexplained = list(dict.fromkeys(unexplained))
 
 
 # With each mistake charged once, the scoring plugin sets this to a list for each check: a failure that
@@ -304,7 +308,7 @@ def expect_real_work(result: CallResult, expected: torch.Tensor, *, function: st
     if codes:
         return value, list(dict.fromkeys(codes))
     raise CheckFailed(_("{what}：在 CPU 上的结果既不正确，也不是已诊断的错误，"
-                        "设备与精度的检查无法评分。").format(what=what))
+                        "设备与精度的检查无法评分。").format(what=what), unexplained=[function])
 
 
 def _dtype_only(function, args, kwargs, select, value, expected, dtype, fine) -> list[str]:

@@ -17,7 +17,9 @@ on the previous helper's returned tensor -- and compares:
 
 then the sub-case is *explained*: every sub-case of the check still runs, and
 a check whose failing sub-cases are all explained keeps its points, naming the
-helper's codes (`ExplainedElsewhere`).
+helper's codes (`ExplainedElsewhere`).  A helper difference that no known
+misconception explains is listed as `unexplained`: its helper's part pays for
+it from what that part lost, and a person is told.
 
 Why this cannot be gamed: the composition is only evidence of *where* a
 difference comes from.  The credit itself is decided afterwards, from the
@@ -60,6 +62,8 @@ class Composition:
     helpers: list = field(default_factory=list)  # the helpers that show them
     # One group per helper that differs: the codes whose mutants each reproduce that helper's output.
     groups: list = field(default_factory=list)
+    # Helpers whose output differs from PyTorch's in a way no known misconception explains.
+    unexplained: list = field(default_factory=list)
 
 
 class ExplainedElsewhere(Exception):
@@ -67,13 +71,15 @@ class ExplainedElsewhere(Exception):
 
     `groups` says which codes are alternatives: each group is one difference, explained by any one of its
     codes (several mutants may reproduce the same output); every group must be paid for.  By default each
-    code is a difference of its own."""
+    code is a difference of its own.  `unexplained` names helpers whose difference no known misconception
+    explains: their own parts' losses must pay for it (``hidden_checks.settle_charges``), and a person is told."""
 
     def __init__(self, message: str, codes: list, helpers: list, failure: Optional[dict] = None,
-                 groups: Optional[list] = None):
+                 groups: Optional[list] = None, unexplained: Optional[list] = None):
         super().__init__(message)
         self.message, self.codes, self.helpers = message, list(codes), list(helpers)
         self.groups = [list(g) for g in groups] if groups else [[c] for c in self.codes]
+        self.unexplained = list(unexplained or [])
         self.failure = failure or {}  # the failure it explains: what the check reports if the credit is withdrawn
 
 
@@ -128,8 +134,10 @@ def _helper_codes(function, args, got, expected) -> Optional[list]:
 
 
 def compose(student, q, k, v, mask=None) -> Optional[Composition]:
-    """Call the student's helpers in order, each on the previous one's output; None when a difference
-    from PyTorch is not a known misconception, or the evidence is incomplete."""
+    """Call the student's helpers in order, each on the previous one's output; None when the evidence is
+    incomplete (a helper raised where PyTorch computes for no known reason, returned no tensor, or returned
+    where PyTorch raises).  A returned tensor that differs in a way no known misconception explains goes
+    on down the chain and is listed in `unexplained`."""
     outputs = {}
     result = Composition()
     for function in CHAIN:
@@ -159,7 +167,8 @@ def compose(student, q, k, v, mask=None) -> Optional[Composition]:
         outputs[function] = got
         codes = _helper_codes(function, args, got, expected)
         if codes is None:
-            return None  # a difference no helper misconception explains
+            result.unexplained.append(function)  # a difference no helper misconception explains
+            continue
         if codes:
             result.codes.extend(c for c in codes if c not in result.codes)
             result.helpers.append(function)
@@ -237,16 +246,26 @@ def explain(student, q, k, v, mask, result, weights: bool = True, what: str = ""
     """`ExplainedElsewhere` when the composite call's `result` equals the composition of the student's
     own helpers and every difference is a helper's misconception."""
     composed = compose(student, q, k, v, mask)
-    if composed is None or not composed.codes or not _matches(result, composed, weights):
+    if composed is None or not (composed.codes or composed.unexplained) or not _matches(result, composed, weights):
         return None
     if composed.raised is not None and not _witnessed(student, q, k, v, mask, weights):
         return None
-    where = "、".join(composed.helpers)
-    codes = "".join(f"[{c}]" for c in composed.codes)
-    return ExplainedElsewhere(
-        _("{what}与 PyTorch 的结果不同，但差异全部来自 {helpers} 中的 {codes}（在它所在的部分扣分）；"
-          "按你自己的函数组合，这一步是对的，不重复扣分。").format(what=what, helpers=where, codes=codes),
-        composed.codes, composed.helpers, groups=composed.groups)
+    messages = []
+    if composed.codes:
+        messages.append(_("{what}与 PyTorch 的结果不同，但差异全部来自 {helpers} 中的 {codes}（在它所在的部分扣分）；"
+                          "按你自己的函数组合，这一步是对的，不重复扣分。").format(
+            what=what, helpers="、".join(composed.helpers), codes="".join(f"[{c}]" for c in composed.codes)))
+    if composed.unexplained:
+        messages.append(unexplained_message(what, composed.unexplained))
+    return ExplainedElsewhere("\n".join(messages), composed.codes, composed.helpers, groups=composed.groups,
+                              unexplained=composed.unexplained)
+
+
+def unexplained_message(what: str, helpers: list) -> str:
+    """What a composite check says when its difference comes from helpers no known misconception explains."""
+    return _("{what}与 PyTorch 的结果不同，差异来自 {helpers} 的输出，但评分程序认不出是哪种误解：按你自己的函数"
+             "组合，这一步是对的，只在 {helpers} 自己的部分扣分；已标记给助教审阅。").format(
+        what=what, helpers="、".join(helpers))
 
 
 def explain_result(student, grading: dict, result, q, k, v, mask, weights: bool, what: str,
@@ -291,5 +310,7 @@ class SubCases:
         codes = list(dict.fromkeys(c for e in self.explained for c in e.codes))
         helpers = list(dict.fromkeys(h for e in self.explained for h in e.helpers))
         groups = [list(g) for g in dict.fromkeys(tuple(g) for e in self.explained for g in e.groups)]
+        unexplained = list(dict.fromkeys(h for e in self.explained for h in e.unexplained))
         raise ExplainedElsewhere("\n".join(dict.fromkeys(e.message for e in self.explained)), codes, helpers,
-                                 next((e.failure for e in self.explained if e.failure), None), groups=groups)
+                                 next((e.failure for e in self.explained if e.failure), None), groups=groups,
+                                 unexplained=unexplained)

@@ -60,7 +60,7 @@ def _explained_once(part_result):
     difference comes from another part's mistake is said once per part, then referred to."""
     seen, out = set(), {}
     for check in part_result.checks:
-        key = tuple(sorted(check.charged_elsewhere))
+        key = (tuple(sorted(check.charged_elsewhere)), tuple(sorted(check.unexplained)))
         out[check.name] = key not in seen
         seen.add(key)
     return out
@@ -77,8 +77,19 @@ def _said_once(part_result):
     return out
 
 
-def _same_cause(codes) -> str:
-    return _("同上：差异来自 {codes}，在那个错误所在的部分扣分。").format(codes=" ".join(f"[{c}]" for c in codes))
+def _credit_note(check, first: bool) -> str:
+    """Why a check that differs from PyTorch kept its points: in full the first time in a part, then briefly."""
+    if first:
+        return check.message
+    if check.charged_elsewhere:
+        return _("同上：差异来自 {codes}，在那个错误所在的部分扣分。").format(
+            codes=" ".join(f"[{c}]" for c in check.charged_elsewhere))
+    return _("同上：差异来自 {helpers} 的输出，只在那里扣分；已标记给助教审阅。").format(
+        helpers="、".join(check.unexplained))
+
+
+def _credited(check) -> bool:
+    return check.passed and bool(check.charged_elsewhere or check.unexplained)
 
 
 def render_html(label: str, part_result: PartResult, cell_points: float, earned: float,
@@ -91,9 +102,8 @@ def render_html(label: str, part_result: PartResult, cell_points: float, earned:
     for check in part_result.checks:
         mark = '<span class="ok">✓</span>' if check.passed else '<span class="bad">✗</span>'
         detail = ""
-        if check.passed and check.charged_elsewhere:
-            text = check.message if explained[check.name] else _same_cause(check.charged_elsewhere)
-            detail = f'<div class="ex">{esc(text)}</div>'
+        if _credited(check):
+            detail = f'<div class="ex">{esc(_credit_note(check, explained[check.name]))}</div>'
         if not check.passed:
             message = check.message if said[check.name] else _("（同上）")
             detail = f"<div>{esc(message)}</div>"
@@ -125,8 +135,8 @@ def render_text(label: str, part_result: PartResult, cell_points: float, earned:
     for check in part_result.checks:
         mark = "✓" if check.passed else "✗"
         lines.append(f"  {mark} {check.title}  ({_fmt(check.points)}/{_fmt(check.max_points)})")
-        if check.passed and check.charged_elsewhere:
-            lines.append("      " + (check.message if explained[check.name] else _same_cause(check.charged_elsewhere)))
+        if _credited(check):
+            lines.append("      " + _credit_note(check, explained[check.name]))
         if not check.passed:
             lines.append("      " + (check.message if said[check.name] else _("（同上）")))
             for code, first in codes.get(check.name, []):
@@ -172,3 +182,21 @@ def _event_text(event):
     if event.get("grade_id"):
         where += _("（{grade_id}）").format(grade_id=event["grade_id"])
     return _("{where}：{detail}").format(where=where, detail=event.get("detail", event.get("kind")))
+
+
+def unexplained_notes(results: dict, cell_of) -> list[dict]:
+    """Review notes (never holding points) for the differences no known misconception explains
+    (``hidden_checks.unexplained_differences``): one per helper and check, pointing at the helper's cell
+    (`cell_of(("call", helper))`), saying whether the check kept its points."""
+    from .hidden_checks import unexplained_differences
+
+    notes = []
+    for helper, check in unexplained_differences(results):
+        outcome = _("保留了分数，只在 {helper} 自己的部分扣分").format(helper=helper) if check.passed \
+            else _("在这里扣了分（没能只算在 {helper} 自己的部分）").format(helper=helper)
+        notes.append({"cell": cell_of(("call", helper)), "line": 0, "category": "unexplained-difference",
+                      "holds": False, "detail": _("{helper} 的输出与 PyTorch 不同，但不是任何已知的误解；{part} 的检查"
+                                                  "「{title}」{outcome}。请读这段代码，必要时给误解目录补一条。").format(
+                          helper=helper, part=check.part, title=check.title, outcome=outcome)})
+    return notes
+

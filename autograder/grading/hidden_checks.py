@@ -56,6 +56,9 @@ class CheckResult:
     charged_groups: list = field(default_factory=list)
     # What the check reported when it failed, restored if the credit is withdrawn.
     failure: dict = field(default_factory=dict)
+    # Helpers (parts) whose difference from PyTorch no known misconception explains, while the composition of
+    # the student's own helpers gives what this check got: kept whether the credit stands or not, for review.
+    unexplained: list = field(default_factory=list)
     replay: Any = None  # a failed comparison to shrink (``shrink.Replay``)
 
 
@@ -142,14 +145,15 @@ class _Plugin:
             return CheckResult(points=max_points, passed=True, **base)
         exc = call.excinfo.value
         if isinstance(exc, ExplainedElsewhere):
-            return CheckResult(points=max_points, passed=True, message=exc.message,
-                               charged_elsewhere=exc.codes, charged_groups=exc.groups, failure=exc.failure, **base)
+            return CheckResult(points=max_points, passed=True, message=exc.message, charged_elsewhere=exc.codes,
+                               charged_groups=exc.groups, failure=exc.failure, unexplained=exc.unexplained, **base)
         if isinstance(exc, CheckFailed):
             failure = dict(message=exc.message, codes=exc.codes, example=exc.example)
             if exc.explained_by and charge_once:
                 return CheckResult(points=max_points, passed=True, message=exc.message,
                                    charged_elsewhere=exc.explained_by, failure=failure, **base)
-            return CheckResult(points=0.0, passed=False, replay=exc.replay, **failure, **base)
+            return CheckResult(points=0.0, passed=False, replay=exc.replay, unexplained=exc.unexplained, **failure,
+                               **base)
         log.error("check %s crashed inside the grader: %r", item.nodeid, exc)
         return CheckResult(points=0.0, passed=False, grader_error=True,
                            message=_("评分器内部错误（{error}），请联系助教。").format(error=type(exc).__name__),
@@ -281,18 +285,34 @@ def settle_charges(results: dict, seed_key: Sequence[object], context: dict, aga
     Otherwise the check fails here, naming the codes.  A helper that misbehaves only where the composite
     calls it, or is wrong on one cheap check alone, or a composite with a bug of its own, therefore never
     scores more than the honest student.
+
+    A difference no known misconception explains (``unexplained``: the helper's output differs, the
+    composite composed it correctly) has no honest holder to measure against, so its helper's part pays
+    from what it lost: the credit given for it across all checks never exceeds the points that part's own
+    checks took, unless they took all of them, and otherwise the check fails here.  Either way
+    `unexplained_differences` reports it for a person to read: it is a mistake the catalogue lacks, or a
+    helper that behaves differently where the composite calls it.
     """
     candidates = [(result.part, check) for result in results.values() for check in result.checks
-                  if check.passed and check.charged_elsewhere]
+                  if check.passed and (check.charged_elsewhere or check.unexplained)]
     # A code whose home is the check's own part: another check of that part must charge it for real.
     own = [(part, check) for part, check in candidates if any(HOMES.get(c) == part for c in check.charged_elsewhere)]
-    _settle(results, own, seed_key, context, against_honest)
+    spent = {}  # helper part -> credit already given for its unexplained differences
+    _settle(results, own, seed_key, context, against_honest, spent)
     # Then the others, against the home parts as they now stand (with every credit still standing,
     # their losses are the lowest they can be, so no later decision can undo a gate that passed).
-    _settle(results, [c for c in candidates if c not in own and c[1].passed], seed_key, context, against_honest)
+    _settle(results, [c for c in candidates if c not in own and c[1].passed], seed_key, context, against_honest,
+            spent)
 
 
-def _settle(results, candidates, seed_key, context, against_honest):
+def unexplained_differences(results: dict) -> list[tuple[str, CheckResult]]:
+    """(helper, check) for each check whose failure came from a helper's difference no known misconception
+    explains, credited or not: what a person should read."""
+    return [(helper, check) for result in results.values() for check in result.checks
+            for helper in check.unexplained]
+
+
+def _settle(results, candidates, seed_key, context, against_honest, spent):
     charged = {(result.part, code) for result in results.values() for check in result.checks if not check.passed
                for code in check.codes}
     losses = {(result.part, check.name): check.max_points - check.points
@@ -307,11 +327,39 @@ def _settle(results, candidates, seed_key, context, against_honest):
             paid.extend(code for code, why in zip(group, unpaid) if not why)
         decisions.append((check, short, paid))
     for check, short, paid in decisions:
+        unpaid = _over_budget(check, results, spent)
         if short:
             _charge_here(check, short)
+        elif unpaid:
+            _charge_unexplained(check, unpaid)
         else:  # the feedback names the codes that paid, not the alternatives no part charged
             check.charged_elsewhere = list(dict.fromkeys(paid))
             check.charged_groups = [[code] for code in check.charged_elsewhere]
+            for helper in check.unexplained:
+                spent[helper] = spent.get(helper, 0.0) + check.max_points
+
+
+def _over_budget(check, results, spent) -> list[str]:
+    """The helpers of `check.unexplained` whose parts lost fewer points than crediting this check, on top of
+    the credit already given for them, would need; a part that lost all its points has paid in full."""
+    def short(part):
+        if part not in results:
+            return True
+        lost = results[part].max_points - results[part].points
+        return lost + 1e-9 < min(results[part].max_points, spent.get(part, 0.0) + check.max_points)
+
+    return [helper for helper in check.unexplained if short(helper)]
+
+
+def _charge_unexplained(check: CheckResult, helpers: list) -> None:
+    """Withdraw a check's credit for a difference no known misconception explains, whose helper's part did
+    not lose enough to pay for it."""
+    failure = check.failure or {"message": _("与 PyTorch 的结果不同。"), "codes": [], "example": {}}
+    note = _("差异来自 {helpers} 的输出（评分程序认不出是哪种误解），但 {helpers} 自己的检查扣的分抵不了这一项，"
+             "所以在这里扣分；已标记给助教审阅。").format(helpers="、".join(helpers))
+    check.passed, check.points, check.charged_elsewhere, check.charged_groups = False, 0.0, [], []
+    check.codes, check.example = list(failure["codes"]), failure["example"]
+    check.message = f"{failure['message']}\n{note}"
 
 
 def _unpaid(code, charged, losses, seed_key, context, against_honest) -> tuple:

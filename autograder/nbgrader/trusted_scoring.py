@@ -91,9 +91,11 @@ class TrustedScoring(NbGraderPreprocessor):
         scan = code_review.review(nb.cells[i].source for i in cells)
         code_review.charge_forbidden(results, scan, cells)
         # What the runners compiled at run time and the notebook does not show is read with the same scan.
+        def cell_of(request):
+            return _cell_of(request, nb, state.positions, cells)
+
         review = code_review.review_notes(scan, cells) + code_review.runtime_notes(
-            session.compiled, session.cells,
-            lambda request: _cell_of(request, nb, state.positions, cells))
+            session.compiled, session.cells, cell_of) + feedback.unexplained_notes(results, cell_of)
         held = code_review.held_parts(results, review)
         _locate_events(nb, state.positions, session.events, info)
         for note in review:
@@ -177,7 +179,7 @@ class TrustedScoring(NbGraderPreprocessor):
         return {"grade_id": grade_id(cell), "part": part, "points": earned, "max_points": max_points,
                 "held": held is not None, "held_points": held,
                 "checks": [{"name": c.name, "passed": c.passed, "points": c.points, "max_points": c.max_points,
-                            "codes": c.codes, "charged_elsewhere": c.charged_elsewhere,
+                            "codes": c.codes, "charged_elsewhere": c.charged_elsewhere, "unexplained": c.unexplained,
                             "message": c.message, "example": c.example} for c in (result.checks if result else [])]}
 
 

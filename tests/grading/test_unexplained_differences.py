@@ -1,0 +1,75 @@
+"""A helper difference no misconception models: charged in the helper's part, never silently elsewhere.
+
+The composite composed right from such a helper keeps its points as far as the helper's own part paid for
+the difference (all of them once that part lost everything), and every check touched by it is flagged for a
+person (``feedback.unexplained_notes``).
+"""
+import pytest
+
+from autograder.demo.submissions import BUGS
+from autograder.grading import feedback
+from autograder.grading.hidden_checks import unexplained_differences
+from catalogue.charging import CHARGING, UNKNOWN
+from tests.support.grading import grade_in_process
+
+COMPOSITE = "scaled_dot_product_attention"
+DEVICE = "device_dtype"
+
+
+def _sample(name):
+    return next(s for s in CHARGING if s.name == name)
+
+
+def _lost(results):
+    return {part: r.max_points - r.points for part, r in results.items() if r.points < r.max_points}
+
+
+@pytest.mark.parametrize("key", ["s1", "s2"])
+@pytest.mark.parametrize("name", UNKNOWN)
+def test_the_composite_keeps_its_points_and_a_person_is_told(name, key):
+    sample = _sample(name)
+    (home,) = sample.replace
+    results = grade_in_process(sample.replace, key)
+    lost = _lost(results)
+    assert results[home].points == 0 and set(lost) <= {home, DEVICE}, lost
+    assert not [c for r in results.values() for c in r.codes], "no misconception models this mistake"
+    flagged = unexplained_differences(results)
+    assert {helper for helper, _check in flagged} == {home}
+    assert {check.part for _helper, check in flagged if check.passed} >= {COMPOSITE}
+    # Every check that failed outside the home part is flagged, and the notes point at the helper's cell.
+    failed_elsewhere = {(r.part, c.name) for r in results.values() if r.part != home for c in r.checks
+                        if not c.passed}
+    assert failed_elsewhere <= {(check.part, check.name) for _helper, check in flagged}
+    notes = feedback.unexplained_notes(results, lambda request: request)
+    assert notes and all(n["cell"] == ("call", home) and not n["holds"] for n in notes)
+    assert all(n["category"] == "unexplained-difference" for n in notes)
+    text = feedback.render_text(COMPOSITE, results[COMPOSITE], results[COMPOSITE].max_points,
+                                results[COMPOSITE].points)
+    assert home in text
+
+
+@pytest.mark.parametrize("key", ["s1", "s2"])
+def test_the_credit_is_no_more_than_the_helpers_part_lost(key):
+    """A helper right on its own checks but one, and wrong inside the composite: what the composite keeps for
+    the difference is at most what the helper's part lost, and the rest is charged where it shows."""
+    sample = _sample("attack-charge-unknown-inside-composite")
+    (home,) = sample.replace
+    results = grade_in_process(sample.replace, key)
+    strict = grade_in_process(sample.replace, key, charge_once=False)
+    credited = sum(check.max_points for helper, check in unexplained_differences(results) if check.passed)
+    assert 0 < credited <= _lost(results)[home] < results[home].max_points
+    assert sum(r.points for r in results.values()) - sum(r.points for r in strict.values()) <= credited
+    assert any(not check.passed for _helper, check in unexplained_differences(results))
+
+
+SAMPLES = [s for s in [*BUGS, *CHARGING] if s.kind != "attack" and s.replace and not s.append and s.edit is None]
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.name)
+def test_no_sample_loses_a_point_unnamed_outside_the_parts_it_changed(sample):
+    """Outside the answer cells a sample changes, a failed check names a misconception or is flagged for a
+    person: never a silent charge."""
+    results = grade_in_process(sample.replace, sample.name)
+    silent = [(r.part, c.name) for r in results.values() if r.part not in sample.replace for c in r.checks
+              if not c.passed and not c.codes and not c.unexplained]
+    assert not silent
