@@ -135,7 +135,7 @@ def runtime_notes(compiled: "CompiledTexts", sources: Sequence[str], cell_of: Ca
                           "detail": _("运行时才编译的代码（笔记本里看不到）第 {line} 行 {detail}").format(
                               line=finding.line, detail=finding.detail)})
     for filename, digest, request in compiled.long:
-        if digest not in _library_digests(filename):
+        if not _library_digest(filename, digest):
             notes.append({"cell": cell_of(request), "line": 0, "category": "dynamic-code", "holds": True,
                           "detail": _("运行时载入了评分程序读不到文本的代码：{what}").format(
                               what=_("一段过长、又不是已安装文件内容的代码（{file}）").format(file=filename[:200]))})
@@ -156,28 +156,62 @@ TRIPWIRE_PREFIX = "tripwire-"  # the file name tripwires.replace_body gives a ne
 
 def _library_source(filename: "str | None", text: str) -> bool:
     """Whether `text` is the source of the installed file it names (read here, once per file), or for a
-    function the tripwires gave a new body (a file name of theirs, no file), of a file of its package."""
-    return bool(filename) and _sha256(text) in _library_digests(filename)
+    function the tripwires gave a new body (a file name of theirs, no file), of a file of its package: the
+    files its dotted name points to are read first, every file of the package only if none is it."""
+    return bool(filename) and _library_digest(filename, _sha256(text))
 
 
-def _tripwire_package(filename: str) -> "str | None":
-    """The top package of a function the tripwires gave a new body, from the file name its code carries
+def _library_digest(filename: str, digest: str) -> bool:
+    """Whether `digest` is that of the installed file `filename` names (`_library_source`)."""
+    dotted = _tripwire_name(filename)
+    if dotted and any(digest in _library_digests(path) for path in _module_files(dotted)):
+        return True
+    return digest in _library_digests(filename)
+
+
+def _tripwire_name(filename: str) -> "str | None":
+    """The dotted name of a function the tripwires gave a new body, from the file name its code carries
     (``guest/tripwires.py``: `tripwire-<module>.<name>` in the guest directory); a traceback through it shows
     that module's source, which IPython parses."""
     head, name = os.path.split(filename)
     if os.path.realpath(head) != os.path.realpath(guest.GUEST_DIR) or not name.startswith(TRIPWIRE_PREFIX):
         return None
-    package = name[len(TRIPWIRE_PREFIX):].split(".")[0]
-    return package if package.isidentifier() else None
+    dotted = name[len(TRIPWIRE_PREFIX):]
+    return dotted if all(part.isidentifier() for part in dotted.split(".")) else None
+
+
+def _tripwire_package(filename: str) -> "str | None":
+    """The top package of a function the tripwires gave a new body (`_tripwire_name`)."""
+    dotted = _tripwire_name(filename)
+    return dotted.split(".")[0] if dotted else None
+
+
+@functools.lru_cache(maxsize=64)
+def _package_roots(package: str) -> tuple:
+    """The directories of an installed top-level package (found without importing anything)."""
+    spec = importlib.util.find_spec(package)
+    return tuple(spec.submodule_search_locations or ()) if spec else ()
+
+
+def _module_files(dotted: str) -> list:
+    """The installed files of the modules a dotted name may be in (``torch.nn.functional.softmax``:
+    torch/nn/functional.py or its package's __init__.py, then torch/nn.py …), found by path alone."""
+    parts = dotted.split(".")
+    found = []
+    for root in _package_roots(parts[0]):
+        for end in range(len(parts) - 1, 0, -1):
+            base = os.path.join(root, *parts[1:end])
+            found += [p for p in (base + ".py", os.path.join(base, "__init__.py")) if end > 1 and os.path.isfile(p)]
+        found.append(os.path.join(root, "__init__.py"))
+    return found
 
 
 @functools.lru_cache(maxsize=8)
 def _package_digests(package: str) -> frozenset:
     """SHA-256 digests of every installed source file of `package` (read once per grading process)."""
-    spec = importlib.util.find_spec(package)
-    roots = list(spec.submodule_search_locations or ()) if spec else []
-    return frozenset(digest for root in roots for folder, _, files in os.walk(root) for name in files
-                     if name.endswith(".py") for digest in _library_digests(os.path.join(folder, name)))
+    return frozenset(digest for root in _package_roots(package) for folder, _, files in os.walk(root)
+                     for name in files if name.endswith(".py")
+                     for digest in _library_digests(os.path.join(folder, name)))
 
 
 def _sha256(text: str) -> str:

@@ -259,3 +259,30 @@ def test_a_first_import_and_a_traceback_display_are_not_reported(tmp_path):
     ''', tmp_path)
     opaque = [data.decode() for kind, data in reports if kind == "opaque"]
     assert status == 0 and opaque == []
+
+
+def test_a_long_text_under_a_tripwire_name_is_matched_with_its_module_file_before_its_package(monkeypatch):
+    """A traceback through a function the tripwires gave a new body shows its module's source under the
+    body's file name: that module's file is read first (hashing all of torch took most of a second)."""
+    import hashlib
+
+    import torch.nn.functional as F
+
+    with open(F.__file__, "rb") as fh:
+        functional = hashlib.sha256(fh.read()).hexdigest()
+    name = os.path.join(str(GUEST_DIR), code_review.TRIPWIRE_PREFIX + "torch.nn.functional.softmax")
+    package_walks = []
+    real_walk = code_review._package_digests.__wrapped__
+    monkeypatch.setattr(code_review, "_package_digests", lambda package: package_walks.append(package)
+                        or real_walk(package))
+    compiled = CompiledTexts()
+    compiled.add("cut", [b"..."], name, functional)
+    assert code_review.runtime_notes(compiled, [], lambda request: 0) == [] and package_walks == []
+    # Another file of the package under that name is still the library's (read by the walk); no file is not.
+    with open(os.path.join(os.path.dirname(F.__file__), "modules", "module.py"), "rb") as fh:
+        other = hashlib.sha256(fh.read()).hexdigest()
+    compiled = CompiledTexts()
+    compiled.add("cut", [b"..."], name, other)
+    compiled.add("cut", [b"..."], name, "0" * 64)
+    notes = code_review.runtime_notes(compiled, [], lambda request: 0)
+    assert package_walks == ["torch"] and len(notes) == 1
