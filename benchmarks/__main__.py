@@ -17,6 +17,7 @@ COMMANDS = {
     "load": "load",
     "sandbox-cost": "sandbox_cost",
     "fresh-runner-cost": "fresh_runner_cost",
+    "guard-cost": "guard_cost",
     "cell-times": "cell_times",
     "torch-threads": "torch_threads",
 }
