@@ -86,12 +86,22 @@ def test_each_feedback_page_tells_one_story(graded_course):
     assert "还没有填写" in pages["empty-release"]
 
 
-def test_stock_autograde_prints_no_gradebook_noise(graded_course):
+def test_stock_autograde_prints_no_gradebook_noise_and_a_line_per_student(graded_course):
     """No SQLAlchemy warnings from nbgrader's gradebook and no per-student warning about the lesson's named,
-    ungraded cells: what stock `nbgrader autograde` prints is what an instructor should read."""
+    ungraded cells: what stock `nbgrader autograde` prints is what an instructor should read, with one line
+    per student graded (points, codes, notes for review)."""
+    printed = ""
     for proc in graded_course["autograde"]:
-        printed = proc.stdout + proc.stderr
+        printed += proc.stdout + proc.stderr
         assert "SAWarning" not in printed and "does not exist in the database" not in printed, printed[-2000:]
+    lines = {line.split(": ")[1]: line for line in printed.splitlines() if line.startswith("nbgrader autograde: ")
+             and " automatic points" in line}
+    assert f"nbgrader autograde: correct-reference: {AUTOMATIC:g} / {AUTOMATIC:g} automatic points; no misconception " \
+           "named" == lines["correct-reference"]
+    assert "codes mask-inverted" in lines["bug-mask-inverted"]
+    assert "held for a person" in lines["attack-fork-bomb"] and "for review" in lines["attack-fork-bomb"]
+    recorded = {s.name for s in catalogue.CATALOGUE if grading_report(graded_course["root_of"](s.name), s.name)}
+    assert recorded and recorded == set(lines)
 
 
 def test_export_matches_gradebook(graded_course):

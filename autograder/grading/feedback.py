@@ -186,17 +186,20 @@ def _event_text(event):
 
 def unexplained_notes(results: dict, cell_of) -> list[dict]:
     """Review notes (never holding points) for the differences no known misconception explains
-    (``hidden_checks.unexplained_differences``): one per helper and check, pointing at the helper's cell
-    (`cell_of(("call", helper))`), saying whether the check kept its points."""
+    (``hidden_checks.unexplained_differences``): one per helper, pointing at its cell (`cell_of(("call",
+    helper))`), saying how many checks elsewhere kept their points and where the others were charged."""
     from .hidden_checks import unexplained_differences
 
-    notes = []
+    found = {}
     for helper, check in unexplained_differences(results):
-        outcome = _("保留了分数，只在 {helper} 自己的部分扣分").format(helper=helper) if check.passed \
-            else _("在这里扣了分（没能只算在 {helper} 自己的部分）").format(helper=helper)
+        found.setdefault(helper, []).append(check)
+    notes = []
+    for helper, checks in found.items():
+        kept = sum(1 for check in checks if check.passed)
+        charged = list(dict.fromkeys(check.part for check in checks if not check.passed))
+        detail = _("{helper} 的输出与 PyTorch 不同，但不是任何已知的误解：别处有 {kept} 项检查按学生自己的函数组合"
+                   "保留了分数，{charged} 项检查扣了分（{parts}）。请读这段代码，必要时给误解目录补一条。").format(
+            helper=helper, kept=kept, charged=len(checks) - kept, parts="、".join(charged) or _("无"))
         notes.append({"cell": cell_of(("call", helper)), "line": 0, "category": "unexplained-difference",
-                      "holds": False, "detail": _("{helper} 的输出与 PyTorch 不同，但不是任何已知的误解；{part} 的检查"
-                                                  "「{title}」{outcome}。请读这段代码，必要时给误解目录补一条。").format(
-                          helper=helper, part=check.part, title=check.title, outcome=outcome)})
+                      "holds": False, "detail": detail})
     return notes
-

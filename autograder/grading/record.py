@@ -40,6 +40,23 @@ def held_points(record: dict) -> dict[str, float]:
             if isinstance(cell, dict) and cell.get("held")}
 
 
+def summary_line(record: dict) -> str:
+    """One line for the instructor's terminal: the student, the automatic points counted, the codes named,
+    the notes for review and the cells held for a person."""
+    cells = [c for c in record.get("cells", []) if isinstance(c, dict)]
+    counted = sum(float(c.get("points") or 0) for c in cells if not c.get("held"))
+    top = sum(float(c.get("max_points") or 0) for c in cells)
+    line = f"{record.get('student')}: {counted:g} / {top:g} automatic points"
+    codes = codes_named(record)
+    line += f"; codes {' '.join(codes)}" if codes else "; no misconception named"
+    review = record.get("review") or []
+    line += f"; {len(review)} note{'s' * (len(review) != 1)} for review" if review else ""
+    held = [c.get("grade_id") for c in cells if c.get("held")]
+    line += f"; held for a person: {', '.join(map(str, held))}" if held else ""
+    line += "; graded WITHOUT the sandbox" if not (record.get("sandbox") or {}).get("isolated", True) else ""
+    return line
+
+
 def codes_named(record: dict, cells: Optional[list[dict]] = None) -> list[str]:
     """Misconception codes the feedback named, each once, in order; only in `cells` if given."""
     chosen = record.get("cells", []) if cells is None else cells

@@ -71,7 +71,7 @@ def pipelines() -> dict[str, list[type]]:
 
 def configure(c: Any) -> None:
     """Install `pipelines` and the inert markdown filters into an nbgrader config object `c`."""
-    grading = _autograde_command()
+    grading = autograde_command()
     if grading:
         _refuse_without_sandbox(c)
         _regrade_unfinished(c)
@@ -165,7 +165,7 @@ def _say_once(line: str) -> None:
     print(f"nbgrader autograde: {line}", file=sys.stderr)
 
 
-def _autograde_command() -> bool:
+def autograde_command() -> bool:
     """Whether this process is the `nbgrader autograde` command (``nbgrader autograde ...`` or
     ``python -m nbgrader autograde ...``)."""
     import sys

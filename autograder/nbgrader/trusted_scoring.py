@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import logging
 import re
+import sys
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -128,6 +129,10 @@ class TrustedScoring(NbGraderPreprocessor):
             banner = _("评分时学生代码没有在沙箱中运行（没有文件系统和网络隔离）：{reason}")
             nb.metadata[UNISOLATED_KEY] = banner.format(reason=session.status.reason)
         resources.setdefault("outputs", {})[record.filename(info["notebook"])] = record.dumps(report)
+        from . import autograde_command
+
+        if autograde_command():  # stock `nbgrader autograde`: one line per student as each is done
+            print(f"nbgrader autograde: {record.summary_line(report)}", file=sys.stderr, flush=True)
         return nb, resources
 
     def _summarise(self, nb, results, parts):

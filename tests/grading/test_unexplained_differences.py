@@ -40,9 +40,10 @@ def test_the_composite_keeps_its_points_and_a_person_is_told(name, key):
     failed_elsewhere = {(r.part, c.name) for r in results.values() if r.part != home for c in r.checks
                         if not c.passed}
     assert failed_elsewhere <= {(check.part, check.name) for _helper, check in flagged}
-    notes = feedback.unexplained_notes(results, lambda request: request)
-    assert notes and all(n["cell"] == ("call", home) and not n["holds"] for n in notes)
-    assert all(n["category"] == "unexplained-difference" for n in notes)
+    (note,) = feedback.unexplained_notes(results, lambda request: request)  # one per helper
+    assert note["cell"] == ("call", home) and not note["holds"] and note["category"] == "unexplained-difference"
+    kept = sum(1 for _helper, check in flagged if check.passed)
+    assert f"有 {kept} 项" in note["detail"] and f"，{len(flagged) - kept} 项" in note["detail"]
     text = feedback.render_text(COMPOSITE, results[COMPOSITE], results[COMPOSITE].max_points,
                                 results[COMPOSITE].points)
     assert home in text
