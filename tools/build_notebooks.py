@@ -30,7 +30,7 @@ import nbformat
 
 from autograder.grading.hidden_checks import part_points
 from autograder.notebook.cells import is_test_cell, part_of
-from autograder.notebook.editions import EDITIONS, lesson_file
+from autograder.notebook.editions import EDITIONS, METADATA_KEY, lesson_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,6 +52,7 @@ def build_source(assignment, points=None):
     points = part_points() if points is None else points
     nb = jupytext.read(ROOT / lesson_file(assignment), fmt="md:myst")
     nb.metadata.pop("jupytext", None)
+    nb.metadata[METADATA_KEY] = {"edition": assignment}  # read back by grading (``editions.misplaced``)
     nb.nbformat, nb.nbformat_minor = 4, 5
     for cell in nb.cells:
         meta = cell.metadata["nbgrader"]

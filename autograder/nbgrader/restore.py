@@ -7,7 +7,9 @@ edited points or metadata are discarded.  The notebook's own metadata is the
 release's, and an added cell keeps only its source, its attachments and the
 metadata Jupyter writes (`_added_cell`): the feedback page and formgrader print
 metadata into the page (``language_info`` as the code's CSS class, tags as the
-cell's), where a student's would restyle or overlay it.
+cell's), where a student's would restyle or overlay it.  Before that, a notebook
+whose own metadata names the other edition (renamed into this one's folder) is
+refused (`MisplacedEdition`), with where to move it.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ..notebook.cells import CellError, grade_id, is_answer_cell
+from ..notebook.editions import misplaced
 
 # cell metadata Jupyter itself writes, each with the values nbformat's schema allows; nothing a page
 # prints as markup (tags are filtered, below).  Any other key, or a value of another type, is dropped.
@@ -115,10 +118,18 @@ def _unique_ids(cells: list, added: set[int]) -> None:
         taken.add(cell["id"])
 
 
+class MisplacedEdition(Exception):
+    """A notebook whose own metadata names another edition than the assignment it was submitted as."""
+
+
 class RestoreNotebookStructure(NbGraderPreprocessor):
     """Rebuild the submission on the source notebook's skeleton, keeping only the answers."""
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
+        info = resources.get("nbgrader", {})
+        wrong_place = misplaced(nb.metadata, info.get("assignment"), f"{info.get('notebook', 'the notebook')}.ipynb")
+        if wrong_place:  # the other edition's notebook, renamed: its answers would be graded in the wrong words
+            raise MisplacedEdition(wrong_place)
         source = course_notebook(self, resources, "source_directory")
         release = course_notebook(self, resources, "release_directory")
         stubs = {grade_id(c): c for c in release.cells}

@@ -30,6 +30,27 @@ def seed_assignment(assignment: str) -> str:
     return COURSE if assignment in EDITIONS else assignment
 
 
+# Notebook metadata key the course writes into every edition's notebooks: {"edition": assignment}.
+METADATA_KEY = "sdpa_course"
+
+
+def declared_edition(metadata) -> Optional[str]:
+    """The edition a notebook's own metadata names (what the course released it as), or None."""
+    declared = metadata.get(METADATA_KEY) if hasattr(metadata, "get") else None
+    edition = declared.get("edition") if hasattr(declared, "get") else None
+    return edition if isinstance(edition, str) and edition in EDITIONS else None
+
+
+def misplaced(metadata, assignment: Optional[str], filename: str) -> Optional[str]:
+    """What to do with a notebook graded as `assignment` whose metadata names another edition (an English
+    notebook renamed and put in the Chinese folder, say); None when it is where it belongs, or says nothing."""
+    declared = declared_edition(metadata)
+    if declared is None or assignment not in EDITIONS or declared == assignment:
+        return None
+    return (f"{filename} is the {declared} edition's notebook (its metadata says so), submitted as {assignment}: "
+            f"move it to submitted/<student>/{declared}/{declared}.ipynb and grade it as {declared}")
+
+
 def edition_of(notebook: str) -> Optional[str]:
     """The edition a notebook file is named after (``.../sdpa_en.ipynb`` -> ``sdpa_en``), or None."""
     stem = PurePath(notebook).stem

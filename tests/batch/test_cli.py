@@ -364,6 +364,9 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
     import nbformat
 
     good = nbformat.writes(built["correct-reference"]).encode("utf-8")
+    english = catalogue.build(_sample("correct-reference"), nbformat.read(
+        str(catalogue.ROOT / "assignments" / "sdpa_en" / "sdpa_en.ipynb"), as_version=4),
+        catalogue.ROOT / "solutions" / "sdpa_en_solution.ipynb")
     # A lone surrogate printed by the student made nbgrader fail while writing the autograded notebook;
     # wire.receive now replaces it, so both commands grade this one like any correct notebook.
     printing = nbformat.reads(good.decode("utf-8"), as_version=4)
@@ -381,6 +384,8 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
         "prints-surrogate": {"sdpa.ipynb": nbformat.writes(printing).encode("utf-8")},
         "no-notebook": {"notes.txt": b"no notebook here"},  # neither command sees a submission
         "other-edition": {"sdpa_en.ipynb": good},  # the English edition's notebook in the Chinese folder
+        # ... and renamed: its metadata says which edition it is
+        "renamed-edition": {"sdpa.ipynb": nbformat.writes(english).encode("utf-8")},
     })
     roots = {}
     for name in ("stock", "cli"):
@@ -405,15 +410,18 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
         assert _entries(cli_root) == _entries(stock)
         for student in failed:  # nbgrader removes a failed submission's autograded/ folder: so does the CLI
             assert not _has_autograded(stock, student) and not _has_autograded(cli_root, student), student
-        return failed, ours
+        return failed, ours, ref
 
-    failed, ours = both()
+    failed, ours, stock_run = both()
     assert set(unreadable) <= set(failed) and "correct-reference" not in failed
     assert "FAILED empty  sdpa.ipynb  cell -  NotJSONError" in failed["empty"]
     assert "] empty FAILED sdpa.ipynb  cell -  NotJSONError" in ours.stderr
     assert "prints-surrogate" not in failed
     assert "holds sdpa_en.ipynb, the notebook of the sdpa_en edition" in failed["other-edition"]
     assert "move it to submitted/<student>/sdpa_en/" in failed["other-edition"]
+    assert "sdpa.ipynb is the sdpa_en edition's notebook (its metadata says so)" in failed["renamed-edition"]
+    assert "move it to submitted/<student>/sdpa_en/sdpa_en.ipynb" in failed["renamed-edition"]
+    assert "sdpa.ipynb is the sdpa_en edition's notebook (its metadata says so)" in stock_run.stderr
     assert f"graded 2, skipped 0 (already graded), failed {len(failed)} " in ours.stdout, ours.stdout
     entries = _entries(cli_root)
     assert "no-notebook" not in entries
@@ -424,14 +432,14 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
         assert {g[0] for g in entries[student]["notebooks"]["sdpa"]["grades"].values()} == {None}, student
 
     # A second run retries the failed ones (they have no autograded/ folder), as stock does; nothing changes.
-    again, ours = both()
+    again, ours, _ = both()
     assert again.keys() == failed.keys() and "skipped 2 (already graded)" in ours.stdout, ours.stdout
 
     # A graded student resubmits an empty notebook: both keep the old scores, record the new timestamp and
     # drop the autograded/ folder.
     for root in (stock, cli_root):
         _submit_files(root, "correct-reference", {"sdpa.ipynb": b""}, "2024-03-02 10:00:00.000000 UTC")
-    resubmitted, _ = both("--student", "correct-reference")
+    resubmitted, _, _ = both("--student", "correct-reference")
     assert list(resubmitted) == ["correct-reference"]
     entry = _entries(cli_root)["correct-reference"]
     assert entry["score"] == AUTOMATIC and str(entry["timestamp"]).startswith("2024-03-02 10:00")
