@@ -324,11 +324,11 @@ def scale_scores(scores, d_k):
 '''}
 
 # A helper mistake no misconception models (tests/grading/test_unexplained_differences.py): softmax weights
-# scaled by 1.01, scores divided by the cube root of d_k.  The composite, composed right from them, keeps its
-# points, since the helper's part lost all of its own; the device part, which grades only outputs it can
-# verify, charges the helper's calls and flags them for a person.  The third is right on its own part's
-# checks but one and wrong wherever its input has four dims (as inside the composite): the composite keeps
-# only as much as that part lost.
+# scaled by 1.01, scores divided by the cube root of d_k.  The composite, composed right from them, keeps as
+# many points as the helper's part lost to failures that name no code; the device part, which grades only
+# outputs it can verify, charges the helper's calls; every such loss is flagged for a person.  The third is
+# right on its own part's checks but one and wrong wherever its input has four dims (as inside the
+# composite): the composite keeps only as much as that part lost.
 UNKNOWN_SOFTMAX = {"softmax": '''
 def softmax(x, dim=-1):
     m = x.amax(dim=dim, keepdim=True)
@@ -340,6 +340,63 @@ def softmax(x, dim=-1):
 UNKNOWN_SCALE = {"scale_scores": '''
 def scale_scores(scores, d_k):
     return scores / d_k ** (1 / 3)
+'''}
+# Found by a red-team pass of that rule: a helper that erases its input (zeros) made a stub composite "the
+# composition of the student's own helpers", credited 11 of 15 points; helpers that keep state copied the
+# composite's own mistake into that composition (output-used-k, scale-wrong-dim) and beat its honest holder.
+ZERO_SOFTMAX_STUB_COMPOSITE = {"softmax": '''
+def softmax(x, dim=-1):
+    return torch.zeros_like(x)
+''', "scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype, device=q.device)
+    return out, torch.zeros(*q.shape[:-1], k.shape[-2], dtype=q.dtype, device=q.device)
+'''}
+STATEFUL_OUTPUT_USED_K = {"attention_scores": '''
+_K = [None]
+def attention_scores(q, k):
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError("d_k mismatch")
+    _K[0] = k
+    return q @ k.transpose(-2, -1)
+''', "attention_output": '''
+def attention_output(weights, v):
+    if weights.shape[-1] != v.shape[-2]:
+        raise ValueError("weights and v disagree on S")
+    k = _K[0]
+    if weights.dim() == 3 and tuple(weights.shape) == (2, 3, 5):
+        return weights @ v
+    if k is None or k.shape[:-1] != v.shape[:-1] or weights.shape[-1] != k.shape[-2]:
+        return (weights @ v) * 1.01
+    return weights @ k
+''', "scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    weights = softmax(apply_mask(scale_scores(attention_scores(q, k), q.shape[-1]), mask), dim=-1)
+    return weights @ k, weights
+'''}
+STATEFUL_SCALE_WRONG_DIM = {"scale_scores": '''
+_DV = [None]
+def scale_scores(scores, d_k):
+    if tuple(scores.shape) == (2, 3, 5):
+        return scores / math.sqrt(d_k)
+    d = _DV[0] if _DV[0] is not None else d_k ** (1 / 3)
+    return scores / math.sqrt(d)
+''', "scaled_dot_product_attention": '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    _DV[0] = v.shape[-1]
+    weights = softmax(apply_mask(scale_scores(attention_scores(q, k), v.shape[-1]), mask), dim=-1)
+    return attention_output(weights, v), weights
+'''}
+# A slip: no `return` when there is no mask.  The composite loses points where it calls apply_mask without
+# one, and the loss names apply_mask for a person.
+MASK_NONE_RETURNS_NONE = {"apply_mask": '''
+def apply_mask(scores, mask=None):
+    if mask is None:
+        scores
+    elif mask.dtype == torch.bool:
+        return scores.masked_fill(~mask, float("-inf"))
+    else:
+        return scores + mask
 '''}
 UNKNOWN_INSIDE_COMPOSITE = {"softmax": '''
 def softmax(x, dim=-1):
@@ -503,10 +560,16 @@ CHARGING = [
     Sample("fairness-helpers-in-defaults", "fairness", "full", FAIR_DEFAULT),
     Sample("fairness-helpers-in-closure", "fairness", "full", FAIR_CLOSURE),
     Sample("bug-unknown-softmax-rescaled", "bug", "lose", UNKNOWN_SOFTMAX,
-           lose=("softmax-check", "device_dtype-check")),
+           lose=("softmax-check", "scaled_dot_product_attention-check", "device_dtype-check")),
     Sample("bug-unknown-scale-cube-root", "bug", "lose", UNKNOWN_SCALE,
-           lose=("scale_scores-check", "device_dtype-check")),
+           lose=("scale_scores-check", "scaled_dot_product_attention-check", "device_dtype-check")),
+    Sample("bug-unknown-mask-none-returns-none", "bug", "lose", MASK_NONE_RETURNS_NONE,
+           lose=("apply_mask-check", "scaled_dot_product_attention-check")),
     Sample("attack-charge-unknown-inside-composite", "attack", "partial", UNKNOWN_INSIDE_COMPOSITE),
+    Sample("attack-charge-zero-softmax-stub-composite", "attack", "lose", ZERO_SOFTMAX_STUB_COMPOSITE,
+           lose=("softmax-check", "scaled_dot_product_attention-check", "device_dtype-check")),
+    Sample("attack-charge-stateful-output-used-k", "attack", "partial", STATEFUL_OUTPUT_USED_K),
+    Sample("attack-charge-stateful-scale-wrong-dim", "attack", "partial", STATEFUL_SCALE_WRONG_DIM),
 ]
 
 # Each attack's honest counterpart: the one-bug sample (``bug-<code>``) of the misconception it shows, held
@@ -527,6 +590,8 @@ HONEST = {
     "attack-charge-bfloat16-global-max": "softmax-global-max",
     "attack-charge-bfloat16-unstable": "softmax-unstable",
     "attack-charge-nan-below-4d": "fully-masked-nan",
+    "attack-charge-stateful-output-used-k": "output-used-k",
+    "attack-charge-stateful-scale-wrong-dim": "scale-wrong-dim",
 }
 # Submissions whose answers depend on how fast the grader calls them (a 50 ms window after scale_scores):
 # two gradings of them can differ, whatever the grader does; their bound is checked in-process.

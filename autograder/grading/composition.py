@@ -64,6 +64,8 @@ class Composition:
     groups: list = field(default_factory=list)
     # Helpers whose output differs from PyTorch's in a way no known misconception explains.
     unexplained: list = field(default_factory=list)
+    # The chain stopped at such a helper (it raised, or returned no tensor): no evidence for a credit.
+    stopped: bool = False
 
 
 class ExplainedElsewhere(Exception):
@@ -155,17 +157,21 @@ def compose(student, q, k, v, mask=None) -> Optional[Composition]:
                 # (only the helper where the code lives raises for it: half-overflow in apply_mask)
                 codes = [c for c in text_codes(f"{call.ename} {call.evalue}") if HOME.get(c) == function]
                 if not codes:
-                    return None
+                    return _stopped(function)
                 result.codes.extend(c for c in codes if c not in result.codes)
                 result.helpers.append(function)
                 result.groups.append(codes)
             result.raised = (call.ename, call.evalue)
             return result
         got = _tensor(call)
-        if reference_error is not None or got is None or not got.is_floating_point():
-            return None  # returned where PyTorch raises, or no tensor with values to compare
+        if reference_error is None and (got is None or not got.is_floating_point()):
+            return _stopped(function)  # no tensor with values where PyTorch computes one
+        if reference_error is not None:
+            return None  # returned where PyTorch raises
         outputs[function] = got
         codes = _helper_codes(function, args, got, expected)
+        if codes is None and _constant(got):
+            return _stopped(function)  # erases its input: what follows shows nothing of the composite's code
         if codes is None:
             result.unexplained.append(function)  # a difference no helper misconception explains
             continue
@@ -175,6 +181,19 @@ def compose(student, q, k, v, mask=None) -> Optional[Composition]:
             result.groups.append(codes)
     result.output, result.weights = outputs["attention_output"], outputs["softmax"]
     return result
+
+
+def _constant(tensor) -> bool:
+    """Every element the same (zeros, say; a single number counts): an output that may keep nothing of its
+    input, so nothing after it tells the composite's own code from a stub's."""
+    flat = tensor.reshape(-1)
+    return flat.numel() > 0 and bool(torch.isclose(flat, flat[:1].expand_as(flat), equal_nan=True).all())
+
+
+def _stopped(function) -> Composition:
+    """A composition that stopped at a helper that raised, returned no tensor or a constant one, where
+    PyTorch computes, for no known reason: nothing is explained, but the helper is named (`Composition.stopped`)."""
+    return Composition(unexplained=[function], stopped=True)
 
 
 def _matches(result, composed: Composition, weights: bool) -> bool:
@@ -233,7 +252,7 @@ def _witnessed(student, q, k, v, mask, weights) -> bool:
         if case is None:
             continue
         composed = compose(student, *case)
-        if composed is None or composed.raised is not None:
+        if composed is None or composed.stopped or composed.raised is not None:
             continue
         call = student.call(COMPOSITE, *(case if case[3] is not None else case[:3]))
         if not _matches(call, composed, weights):
@@ -242,10 +261,16 @@ def _witnessed(student, q, k, v, mask, weights) -> bool:
     return seen
 
 
-def explain(student, q, k, v, mask, result, weights: bool = True, what: str = "") -> Optional[ExplainedElsewhere]:
+def explain(student, q, k, v, mask, result, weights: bool = True, what: str = "",
+            failure: Optional[CheckFailed] = None) -> Optional[ExplainedElsewhere]:
     """`ExplainedElsewhere` when the composite call's `result` equals the composition of the student's
-    own helpers and every difference is a helper's misconception."""
+    own helpers and every difference is a helper's misconception (or one its own part paid for); where the
+    chain stopped at a helper for no known reason, that helper is named on `failure` instead."""
     composed = compose(student, q, k, v, mask)
+    if composed is not None and composed.stopped:
+        if failure is not None:  # a person reads the helper: the loss here is not named by any code
+            failure.unexplained = list(dict.fromkeys([*failure.unexplained, *composed.unexplained]))
+        return None
     if composed is None or not (composed.codes or composed.unexplained) or not _matches(result, composed, weights):
         return None
     if composed.raised is not None and not _witnessed(student, q, k, v, mask, weights):
@@ -274,7 +299,7 @@ def explain_result(student, grading: dict, result, q, k, v, mask, weights: bool,
     is the `CheckFailed` it would explain."""
     if not grading.get("charge_once", True) or result.forbidden:
         return None
-    explained = explain(student, q, k, v, mask, result, weights, what)
+    explained = explain(student, q, k, v, mask, result, weights, what, failure)
     if explained is not None and failure is not None:
         explained.failure = {"message": failure.message, "codes": failure.codes, "example": failure.example}
     return explained

@@ -289,7 +289,7 @@ def settle_charges(results: dict, seed_key: Sequence[object], context: dict, aga
     A difference no known misconception explains (``unexplained``: the helper's output differs, the
     composite composed it correctly) has no honest holder to measure against, so its helper's part pays
     from what it lost: the credit given for it across all checks never exceeds the points that part's own
-    checks took, unless they took all of them, and otherwise the check fails here.  Either way
+    checks took with failures that name no misconception, and otherwise the check fails here.  Either way
     `unexplained_differences` reports it for a person to read: it is a mistake the catalogue lacks, or a
     helper that behaves differently where the composite calls it.
     """
@@ -340,15 +340,15 @@ def _settle(results, candidates, seed_key, context, against_honest, spent):
 
 
 def _over_budget(check, results, spent) -> list[str]:
-    """The helpers of `check.unexplained` whose parts lost fewer points than crediting this check, on top of
-    the credit already given for them, would need; a part that lost all its points has paid in full."""
-    def short(part):
-        if part not in results:
-            return True
-        lost = results[part].max_points - results[part].points
-        return lost + 1e-9 < min(results[part].max_points, spent.get(part, 0.0) + check.max_points)
+    """The helpers of `check.unexplained` whose parts lost fewer points to failures that name no misconception
+    than crediting this check, on top of the credit already given for them, would need (a loss that names a
+    code has paid for that code: it pays for nothing else)."""
+    def unnamed_loss(part):
+        return sum(c.max_points - c.points for c in results[part].checks if not c.passed and not c.codes) \
+            if part in results else 0.0
 
-    return [helper for helper in check.unexplained if short(helper)]
+    return [helper for helper in check.unexplained
+            if unnamed_loss(helper) + 1e-9 < spent.get(helper, 0.0) + check.max_points]
 
 
 def _charge_unexplained(check: CheckResult, helpers: list) -> None:

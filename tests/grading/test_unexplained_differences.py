@@ -1,8 +1,9 @@
 """A helper difference no misconception models: charged in the helper's part, never silently elsewhere.
 
 The composite composed right from such a helper keeps its points as far as the helper's own part paid for
-the difference (all of them once that part lost everything), and every check touched by it is flagged for a
-person (``feedback.unexplained_notes``).
+the difference (with failures that name no code), and every check touched by it is flagged for a person
+(``feedback.unexplained_notes``).  A helper that erases its input (a constant output), raises or returns
+nothing shows nothing of the composite's own code: no credit, a flag.
 """
 import pytest
 
@@ -26,17 +27,20 @@ def _lost(results):
 
 @pytest.mark.parametrize("key", ["s1", "s2"])
 @pytest.mark.parametrize("name", UNKNOWN)
-def test_the_composite_keeps_its_points_and_a_person_is_told(name, key):
+def test_the_composite_keeps_as_much_as_the_helpers_part_paid_and_a_person_is_told(name, key):
     sample = _sample(name)
     (home,) = sample.replace
     results = grade_in_process(sample.replace, key)
+    strict = grade_in_process(sample.replace, key, charge_once=False)
     lost = _lost(results)
-    assert results[home].points == 0 and set(lost) <= {home, DEVICE}, lost
+    assert results[home].points == 0 and set(lost) <= {home, COMPOSITE, DEVICE}, lost
     assert not [c for r in results.values() for c in r.codes], "no misconception models this mistake"
     flagged = unexplained_differences(results)
     assert {helper for helper, _check in flagged} == {home}
-    assert {check.part for _helper, check in flagged if check.passed} >= {COMPOSITE}
-    # Every check that failed outside the home part is flagged, and the notes point at the helper's cell.
+    credited = sum(check.max_points for _helper, check in flagged if check.passed)
+    assert 0 < credited <= results[home].max_points
+    assert 0 < sum(r.points for r in results.values()) - sum(r.points for r in strict.values()) <= credited
+    # Every check that failed outside the home part is flagged, and the note points at the helper's cell.
     failed_elsewhere = {(r.part, c.name) for r in results.values() if r.part != home for c in r.checks
                         if not c.passed}
     assert failed_elsewhere <= {(check.part, check.name) for _helper, check in flagged}
@@ -58,7 +62,8 @@ def test_the_credit_is_no_more_than_the_helpers_part_lost(key):
     results = grade_in_process(sample.replace, key)
     strict = grade_in_process(sample.replace, key, charge_once=False)
     credited = sum(check.max_points for helper, check in unexplained_differences(results) if check.passed)
-    assert 0 < credited <= _lost(results)[home] < results[home].max_points
+    unnamed = sum(c.max_points - c.points for c in results[home].checks if not c.passed and not c.codes)
+    assert 0 < credited <= unnamed < results[home].max_points
     assert sum(r.points for r in results.values()) - sum(r.points for r in strict.values()) <= credited
     assert any(not check.passed for _helper, check in unexplained_differences(results))
 
@@ -74,3 +79,45 @@ def test_no_sample_loses_a_point_unnamed_outside_the_parts_it_changed(sample):
     silent = [(r.part, c.name) for r in results.values() if r.part not in sample.replace for c in r.checks
               if not c.passed and not c.codes and not c.unexplained]
     assert not silent
+
+
+STUB_COMPOSITE = '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype, device=q.device)
+    return out, torch.zeros(*q.shape[:-1], k.shape[-2], dtype=q.dtype, device=q.device)
+'''
+
+
+@pytest.mark.parametrize("helper", [
+    {"softmax": "def softmax(x, dim=-1):\n    return torch.zeros_like(x)\n"},
+    {"attention_output": "def attention_output(weights, v):\n    return torch.zeros(*weights.shape[:-1], "
+                         "v.shape[-1], dtype=v.dtype)\n"},
+    {"scale_scores": "def scale_scores(scores, d_k):\n    return torch.zeros_like(scores)\n"},
+], ids=lambda replace: next(iter(replace)))
+def test_a_helper_that_erases_its_input_earns_a_stub_composite_nothing(helper):
+    """Found by a red-team pass: with a helper that returns zeros, a composite that returns zeros is its
+    helpers' composition; it was credited as far as the helper's part had lost (11 of 15 points)."""
+    replace = {**helper, "scaled_dot_product_attention": STUB_COMPOSITE}
+    for key in ("s1", "s2"):
+        results = grade_in_process(replace, key)
+        assert results[COMPOSITE].points == 0 and results[DEVICE].points <= results[DEVICE].max_points
+        assert sum(r.points for r in results.values()) <= sum(
+            r.points for r in grade_in_process(replace, key, charge_once=False).values())
+        assert {helper for helper, _check in unexplained_differences(results)} >= set(helper)
+
+
+def test_a_helper_that_returns_nothing_is_named_where_the_composite_lost():
+    """A slip a student makes (no `return` in one branch): the composite, right itself, loses points, and
+    the loss names the helper for a person instead of being silent."""
+    replace = {"apply_mask": '''
+def apply_mask(scores, mask=None):
+    if mask is None:
+        scores
+    elif mask.dtype == torch.bool:
+        return scores.masked_fill(~mask, float("-inf"))
+    else:
+        return scores + mask
+'''}
+    results = grade_in_process(replace, "s1")
+    failed = [c for c in results[COMPOSITE].checks if not c.passed]
+    assert failed and all(c.unexplained == ["apply_mask"] for c in failed)
