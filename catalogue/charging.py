@@ -329,14 +329,20 @@ def scale_scores(scores, d_k):
 # outputs it can verify, charges the helper's calls; every such loss is flagged for a person.  The third is
 # right on its own part's checks but one and wrong wherever its input has four dims (as inside the
 # composite): the composite keeps only as much as that part lost.
-UNKNOWN_SOFTMAX = {"softmax": '''
+def _softmax_then(last_line):
+    """The honest stable softmax with its weights `w`, returned as `last_line` says."""
+    return {"softmax": f'''
 def softmax(x, dim=-1):
     m = x.amax(dim=dim, keepdim=True)
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
     e = torch.exp(x - m)
     s = e.sum(dim=dim, keepdim=True)
-    return 1.01 * e / torch.where(s > 0, s, torch.ones_like(s))
+    w = e / torch.where(s > 0, s, torch.ones_like(s))
+    {last_line}
 '''}
+
+
+UNKNOWN_SOFTMAX = _softmax_then("return 1.01 * w")
 UNKNOWN_SCALE = {"scale_scores": '''
 def scale_scores(scores, d_k):
     return scores / d_k ** (1 / 3)
@@ -398,15 +404,7 @@ def apply_mask(scores, mask=None):
     else:
         return scores + mask
 '''}
-UNKNOWN_INSIDE_COMPOSITE = {"softmax": '''
-def softmax(x, dim=-1):
-    m = x.amax(dim=dim, keepdim=True)
-    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-    e = torch.exp(x - m)
-    s = e.sum(dim=dim, keepdim=True)
-    w = e / torch.where(s > 0, s, torch.ones_like(s))
-    return w * 1.01 if x.dim() >= 4 else w
-'''}
+UNKNOWN_INSIDE_COMPOSITE = _softmax_then("return w * 1.01 if x.dim() >= 4 else w")
 
 # Found by a sixth red-team pass: a composite whose device and dtype code is wrong, behind helper mistakes
 # whose composition explains its CPU values.  The device checks still grade the composite's own output.

@@ -10,7 +10,7 @@ import pytest
 from autograder.demo.submissions import BUGS
 from autograder.grading import feedback
 from autograder.grading.hidden_checks import unexplained_differences
-from catalogue.charging import CHARGING, UNKNOWN
+from catalogue.charging import CHARGING, MASK_NONE_RETURNS_NONE, UNKNOWN, ZERO_SOFTMAX_STUB_COMPOSITE
 from tests.support.grading import grade_in_process
 
 COMPOSITE = "scaled_dot_product_attention"
@@ -81,13 +81,6 @@ def test_no_sample_loses_a_point_unnamed_outside_the_parts_it_changed(sample):
     assert not silent
 
 
-STUB_COMPOSITE = '''
-def scaled_dot_product_attention(q, k, v, mask=None):
-    out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype, device=q.device)
-    return out, torch.zeros(*q.shape[:-1], k.shape[-2], dtype=q.dtype, device=q.device)
-'''
-
-
 @pytest.mark.parametrize("helper", [
     {"softmax": "def softmax(x, dim=-1):\n    return torch.zeros_like(x)\n"},
     {"attention_output": "def attention_output(weights, v):\n    return torch.zeros(*weights.shape[:-1], "
@@ -97,10 +90,10 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 def test_a_helper_that_erases_its_input_earns_a_stub_composite_nothing(helper):
     """Found by a red-team pass: with a helper that returns zeros, a composite that returns zeros is its
     helpers' composition; it was credited as far as the helper's part had lost (11 of 15 points)."""
-    replace = {**helper, "scaled_dot_product_attention": STUB_COMPOSITE}
+    replace = {**helper, COMPOSITE: ZERO_SOFTMAX_STUB_COMPOSITE[COMPOSITE]}
     for key in ("s1", "s2"):
         results = grade_in_process(replace, key)
-        assert results[COMPOSITE].points == 0 and results[DEVICE].points <= results[DEVICE].max_points
+        assert results[COMPOSITE].points == 0
         assert sum(r.points for r in results.values()) <= sum(
             r.points for r in grade_in_process(replace, key, charge_once=False).values())
         assert {helper for helper, _check in unexplained_differences(results)} >= set(helper)
@@ -109,15 +102,7 @@ def test_a_helper_that_erases_its_input_earns_a_stub_composite_nothing(helper):
 def test_a_helper_that_returns_nothing_is_named_where_the_composite_lost():
     """A slip a student makes (no `return` in one branch): the composite, right itself, loses points, and
     the loss names the helper for a person instead of being silent."""
-    replace = {"apply_mask": '''
-def apply_mask(scores, mask=None):
-    if mask is None:
-        scores
-    elif mask.dtype == torch.bool:
-        return scores.masked_fill(~mask, float("-inf"))
-    else:
-        return scores + mask
-'''}
+    replace = MASK_NONE_RETURNS_NONE
     results = grade_in_process(replace, "s1")
     failed = [c for c in results[COMPOSITE].checks if not c.passed]
     assert failed and all(c.unexplained == ["apply_mask"] for c in failed)
