@@ -64,7 +64,7 @@ class Composition:
     groups: list = field(default_factory=list)
     # Helpers whose output differs from PyTorch's in a way no known misconception explains.
     unexplained: list = field(default_factory=list)
-    # The chain stopped at such a helper (it raised, or returned no tensor): no evidence for a credit.
+    # The chain stopped at a helper (it raised, returned no tensor or a constant one): no evidence for a credit.
     stopped: bool = False
 
 
@@ -136,10 +136,11 @@ def _helper_codes(function, args, got, expected) -> Optional[list]:
 
 
 def compose(student, q, k, v, mask=None) -> Optional[Composition]:
-    """Call the student's helpers in order, each on the previous one's output; None when the evidence is
-    incomplete (a helper raised where PyTorch computes for no known reason, returned no tensor, or returned
-    where PyTorch raises).  A returned tensor that differs in a way no known misconception explains goes
-    on down the chain and is listed in `unexplained`."""
+    """Call the student's helpers in order, each on the previous one's output.  A returned tensor that
+    differs in a way no known misconception explains goes on down the chain and is listed in `unexplained`;
+    a helper that raised, returned no tensor or a constant one where PyTorch computes, for no known reason,
+    stops it (`stopped`: no evidence, the helper named); None when a call was forbidden or a helper
+    returned where PyTorch raises."""
     outputs = {}
     result = Composition()
     for function in CHAIN:
