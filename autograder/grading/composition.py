@@ -92,12 +92,6 @@ def _tensor(result) -> Optional[torch.Tensor]:
     return value.tensor
 
 
-def _same(actual, expected, tol) -> bool:
-    """Equal within `tol`; a NaN or inf where the reference has one too is equal (it came from the input)."""
-    return actual.shape == expected.shape and bool(torch.isclose(
-        actual.to(torch.float64), expected.to(torch.float64), atol=tol.atol, rtol=tol.rtol, equal_nan=True).all())
-
-
 def _reference(function, args):
     """PyTorch's result for one helper on the student's intermediate tensors, or the exception it raises."""
     try:
@@ -129,8 +123,8 @@ def _helper_codes(function, args, got, expected) -> Optional[list]:
     tol = _tolerance(function, args, got.dtype, expected.dtype)
     if got.dtype != expected.dtype:
         # Right values in another dtype: the dtype mistake, and only if the values are right at that precision.
-        return ["dtype-changed"] if "dtype-changed" in HOME and _same(got, expected, tol) else None
-    if _same(got, expected, tol):
+        return ["dtype-changed"] if "dtype-changed" in HOME and tolerances.close_nan_alike(got, expected, tol) else None
+    if tolerances.close_nan_alike(got, expected, tol):
         return []
     return [c for c in diagnose(function, args, {}, got, expected, tol) if c in HOME] or None
 
@@ -207,7 +201,7 @@ def _matches(result, composed: Composition, weights: bool) -> bool:
     pairs = [(value[0], composed.output)] + ([(value[1], composed.weights)] if weights else [])
     for returned, own in pairs:
         if not isinstance(returned, TensorSpec) or returned.missing_data() or returned.tensor.dtype != own.dtype \
-                or not _same(returned.tensor, own, tolerances.floor_for(torch.float64)):
+                or not tolerances.close_nan_alike(returned.tensor, own, tolerances.floor_for(torch.float64)):
             return False
     return True
 

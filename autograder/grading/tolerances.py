@@ -75,6 +75,14 @@ def close(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> bool:
     return bool(torch.isclose(actual, expected, atol=tol.atol, rtol=tol.rtol).all())
 
 
+def close_nan_alike(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> bool:
+    """`close`, except that a NaN where the other has one too is equal: for comparing a student's result
+    with another result from the same input (the composition of their helpers, their own float64 output),
+    where a NaN came from that input."""
+    return actual.shape == expected.shape and bool(torch.isclose(
+        actual.to(torch.float64), expected.to(torch.float64), atol=tol.atol, rtol=tol.rtol, equal_nan=True).all())
+
+
 def max_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     diff = (actual.to(torch.float64) - expected.to(torch.float64)).abs()
     diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)

@@ -214,9 +214,7 @@ def test_half_precision_keeps_dtype(student, rng, grading):
 
 def _same(actual, expected):
     """Equal at float64's floor, NaN where the other has NaN."""
-    tol = tolerances.floor_for(torch.float64)
-    return actual.shape == expected.shape and bool(torch.isclose(
-        actual.double(), expected.double(), atol=tol.atol, rtol=tol.rtol, equal_nan=True).all())
+    return tolerances.close_nan_alike(actual, expected, tolerances.floor_for(torch.float64))
 
 
 def _rounding_of_known_mistakes(fn, args64, own, dtype):
