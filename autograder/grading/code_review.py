@@ -222,8 +222,9 @@ def _sha256(text: str) -> str:
 def _library_digests(filename: str) -> frozenset:
     """SHA-256 digests of an installed file's content, as bytes and as the text Python reads (UTF-8); for a
     tripwire's file name, those of every file of its package."""
-    if _tripwire_package(filename):
-        return _package_digests(_tripwire_package(filename))
+    package = _tripwire_package(filename)
+    if package:
+        return _package_digests(package)
     path = os.path.realpath(filename) if os.path.isabs(filename) else ""
     if not path.startswith(_INSTALLATION) or not path.endswith(".py"):
         return frozenset()

@@ -354,12 +354,9 @@ def _over_budget(check, results, spent) -> list[str]:
 def _charge_unexplained(check: CheckResult, helpers: list) -> None:
     """Withdraw a check's credit for a difference no known misconception explains, whose helper's part did
     not lose enough to pay for it."""
-    failure = check.failure or {"message": _("与 PyTorch 的结果不同。"), "codes": [], "example": {}}
     note = _("差异来自 {helpers} 的输出（评分程序认不出是哪种误解），但 {helpers} 自己的检查扣的分抵不了这一项，"
              "所以在这里扣分；已标记给助教审阅。").format(helpers="、".join(helpers))
-    check.passed, check.points, check.charged_elsewhere, check.charged_groups = False, 0.0, [], []
-    check.codes, check.example = list(failure["codes"]), failure["example"]
-    check.message = f"{failure['message']}\n{note}"
+    _withdraw(check, [], note)
 
 
 def _unpaid(code, charged, losses, seed_key, context, against_honest) -> tuple:
@@ -383,12 +380,18 @@ def _charge_here(check: CheckResult, short: list) -> None:
     note = _("差异来自 {codes}，但{homes} 自己的检查因它扣的分，少于真正有这个错误时应扣的分，所以在这里扣分。").format(
         codes=named, homes=homes) if homes else \
         _("差异来自 {codes}，但它所在的那一部分没有因它扣分，所以在这里扣分。").format(codes=named)
+    own = all(home is None and HOMES.get(code) == check.part for code, home in short)
+    _withdraw(check, codes, None if own else note)
+
+
+def _withdraw(check: CheckResult, codes: list, note: Optional[str]) -> None:
+    """The check fails with the failure it recorded (or a plain one), naming `codes` too, and `note` saying why
+    it is charged here."""
     failure = check.failure or {"message": _("与 PyTorch 的结果不同。"), "codes": codes, "example": {}}
     check.passed, check.points, check.charged_elsewhere, check.charged_groups = False, 0.0, [], []
     check.codes = list(dict.fromkeys(list(failure["codes"]) + codes))
     check.example = failure["example"]
-    own = all(home is None and HOMES.get(code) == check.part for code, home in short)
-    check.message = failure["message"] if own else f"{failure['message']}\n{note}"
+    check.message = failure["message"] if note is None else f"{failure['message']}\n{note}"
 
 
 def _frozen(context: dict) -> tuple:

@@ -91,10 +91,11 @@ class TrustedScoring(NbGraderPreprocessor):
         cells = student_code_cells(nb)
         scan = code_review.review(nb.cells[i].source for i in cells)
         code_review.charge_forbidden(results, scan, cells)
-        # What the runners compiled at run time and the notebook does not show is read with the same scan.
         def cell_of(request):
             return _cell_of(request, nb, state.positions, cells)
 
+        # What the runners compiled at run time and the notebook does not show is read with the same scan; a
+        # helper's difference no known misconception explains is left to a person too.
         review = code_review.review_notes(scan, cells) + code_review.runtime_notes(
             session.compiled, session.cells, cell_of) + feedback.unexplained_notes(results, cell_of)
         held = code_review.held_parts(results, review)
