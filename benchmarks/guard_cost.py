@@ -32,7 +32,8 @@ import json, os, sys, time
 sys.path.insert(0, os.path.abspath("autograder/sandbox/guest"))
 import nbformat
 guarded, notebook, passes, skip = sys.argv[1] == "guarded", sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
-cells = [c.source for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"]
+from autograder.notebook.cells import code_cells
+_positions, cells = code_cells(nbformat.read(notebook, as_version=4))
 import runner, tripwires, warmup, source_report
 if guarded:
     run, _files = warmup.warm_up(restore_files=False)
@@ -74,18 +75,24 @@ def _cells(mode, notebook, passes, skip):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _trusted(notebook):
-    """Seconds of ``code_review.runtime_notes`` for the first and the second of two sessions on the notebook
-    (the second as every later submission of a grading process), and how many texts the second reported."""
+def _course_cells(notebook):
+    """(code cell sources, provided cells, demonstration cells) of the notebook, as grading runs them."""
     import nbformat
 
     from autograder.grading import code_review
     from autograder.notebook.cells import code_cells
-    from autograder.sandbox.session import StudentSession
 
     nb = nbformat.read(str(ROOT / notebook), as_version=4)
     positions, sources = code_cells(nb)
-    provided, demo = code_review.cell_roles(nb, positions, sources)  # as grading runs them
+    return (sources, *code_review.cell_roles(nb, positions, sources))
+
+
+def _trusted(sources, provided, demo):
+    """Seconds of ``code_review.runtime_notes`` for the first and the second of two sessions on the notebook
+    (the second as every later submission of a grading process), and how many texts the second reported."""
+    from autograder.grading import code_review
+    from autograder.sandbox.session import StudentSession
+
     timed = []
     for _ in range(2):
         with StudentSession(sources, provided_cells=provided, demo_cells=demo) as session:
@@ -98,7 +105,8 @@ def _trusted(notebook):
 
 
 def run(args) -> int:
-    skip = _cells("guarded", args.notebook, 1, [])["failed"]  # demonstration cells: the grader computes their built-ins
+    sources, provided, demo = _course_cells(args.notebook)
+    skip = sorted(demo)  # demonstration cells: graded, the grader computes their built-ins
     fastest = {"guarded": [], "plain": []}
     for round_ in range(args.rounds):  # the two kinds of process alternate, so a slow spell of the machine hits both
         for mode in (("guarded", "plain") if round_ % 2 == 0 else ("plain", "guarded")):
@@ -108,7 +116,7 @@ def run(args) -> int:
                 return 1
             fastest[mode].append(min(result["seconds"]))
     fast, slow = min(fastest["plain"]), min(fastest["guarded"])
-    first, later, texts = _trusted(args.notebook)
+    first, later, texts = _trusted(sources, provided, demo)
     print(f"runner, {args.notebook}'s code cells ({len(skip)} demonstration cells left out), fastest pass of "
           f"{args.rounds} processes x {args.passes} passes each:")
     share = 100 * (slow / fast - 1)
