@@ -165,7 +165,7 @@ def compose(student, q, k, v, mask=None) -> Optional[Composition]:
             return None  # returned where PyTorch raises
         outputs[function] = got
         codes = _helper_codes(function, args, got, expected)
-        if codes is None and _constant(got):
+        if codes is None and _constant(got) and not _constant(expected):
             return _stopped(function)  # erases its input: what follows shows nothing of the composite's code
         if codes is None:
             result.unexplained.append(function)  # a difference no helper misconception explains
@@ -179,8 +179,8 @@ def compose(student, q, k, v, mask=None) -> Optional[Composition]:
 
 
 def _constant(tensor) -> bool:
-    """Every element the same (zeros, say; a single number counts): an output that may keep nothing of its
-    input, so nothing after it tells the composite's own code from a stub's."""
+    """Every element the same (zeros, say; a single number counts): where PyTorch's output is not, an output
+    that keeps nothing of its input, so nothing after it tells the composite's own code from a stub's."""
     flat = tensor.reshape(-1)
     return flat.numel() > 0 and bool(torch.isclose(flat, flat[:1].expand_as(flat), equal_nan=True).all())
 
@@ -264,7 +264,11 @@ def explain(student, q, k, v, mask, result, weights: bool = True, what: str = ""
     composed = compose(student, q, k, v, mask)
     if composed is not None and composed.stopped:
         if failure is not None:  # a person reads the helper: the loss here is not named by any code
-            failure.unexplained = list(dict.fromkeys([*failure.unexplained, *composed.unexplained]))
+            new = [h for h in composed.unexplained if h not in failure.unexplained]
+            failure.unexplained += new
+            if new:
+                failure.message += _("（用到的 {helpers} 在这里的输出不对，评分程序认不出是哪种误解；"
+                                     "已标记给助教审阅。）").format(helpers="、".join(new))
         return None
     if composed is None or not (composed.codes or composed.unexplained) or not _matches(result, composed, weights):
         return None
