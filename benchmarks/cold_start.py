@@ -52,9 +52,12 @@ def build(top: Path, graded: int) -> Path:
 
 
 def with_engine(base: Path, target: Path, tree: Path) -> Path:
-    """A copy of the course graded by `tree`'s autograder/, which has timed the reference and kept it."""
-    shutil.copytree(base, target, ignore=shutil.ignore_patterns("autograder"))
-    shutil.copytree(tree / "autograder", target / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    """A copy of the course graded by `tree`'s autograder/ (and course/, where it has one), which has timed
+    the reference and kept it."""
+    shutil.copytree(base, target, ignore=shutil.ignore_patterns("autograder", "course"))
+    for package in ("autograder", "course"):
+        if (tree / package).is_dir():
+            shutil.copytree(tree / package, target / package, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run(CHECK_LATE, cwd=target, env=course.nbgrader_env(), check=True, capture_output=True)
     return target
 

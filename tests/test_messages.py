@@ -37,7 +37,8 @@ def test_no_message_is_written_inside_an_f_string():
     import ast
 
     found = []
-    for path in (Path(__file__).resolve().parents[1] / "autograder").rglob("*.py"):
+    root = Path(__file__).resolve().parents[1]
+    for path in [*(root / "autograder").rglob("*.py"), *(root / "course").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.JoinedStr):
                 found += [f"{path.name}:{call.lineno}" for call in ast.walk(node)

@@ -17,7 +17,7 @@ def _is_test_module(dotted: str) -> bool:
     """A test module or conftest of this suite (bare names too: pytest can put a test's folder on sys.path)."""
     parts = dotted.split(".")
     if parts[0] != "tests" and len(parts) > 1:
-        return False  # e.g. autograder.grading.checks.test_shapes: the hidden checks, not this suite
+        return False  # e.g. course.checks.test_shapes: the hidden checks, not this suite
     return parts[-1] == "conftest" or parts[-1].startswith("test_")
 
 
@@ -51,7 +51,7 @@ def forbidden_imports(source: str, module: str) -> list[str]:
     ("import tests.batch.test_cli", "tests.test_x", ["tests.batch.test_cli"]),
     ("def f():\n    from conftest import grading_report", "tests.test_x", ["conftest"]),
     ("from tests.support import browser as lab_ui", "tests.test_hub_browser", []),
-    ("from autograder.grading.checks import test_shapes as shapes", "tests.grading.test_x", []),
+    ("from course.checks import test_shapes as shapes", "tests.grading.test_x", []),
     ("import pytest\nfrom . import support", "tests.test_x", []),
 ])
 def test_the_checker_sees_imports_of_test_modules(source, module, expected):

@@ -10,7 +10,7 @@ does only what jupytext does not:
 - the solution notebook is the source minus its hidden-test regions: what a
   perfect student submits;
 - an automatically graded cell's points are not written in the lesson: they are
-  the sum of its part's check weights (``hidden_checks.part_points``), the one
+  the sum of its part's check weights (``check_api.part_points``), the one
   place a part's points are declared.  Hand-graded cells keep theirs in the lesson.
 
 ``tests/test_course_layout.py`` checks that the editions have the same cells, and
@@ -28,7 +28,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from autograder.grading.hidden_checks import part_points
+from autograder.grading.check_api import part_points
 from autograder.notebook.cells import is_test_cell, part_of
 from autograder.notebook.editions import EDITIONS, METADATA_KEY, lesson_file
 
@@ -62,10 +62,10 @@ def build_source(assignment, points=None):
         if is_test_cell(cell):
             if "points" in meta:
                 raise LessonError(f"{lesson_file(assignment)}: cell {meta['grade_id']} sets points; an automatically "
-                                  "graded cell's points are its checks' @pytest.mark.points — remove the line")
+                                  "graded cell's points are its checks' @points — remove the line")
             if part_of(cell) not in points:
                 raise LessonError(f"{lesson_file(assignment)}: cell {meta['grade_id']} runs the hidden checks of "
-                                  f"{part_of(cell)!r}, which has no checks in autograder/grading/checks/")
+                                  f"{part_of(cell)!r}, which has no checks in course/checks/")
             weight = points[part_of(cell)]
             meta["points"] = int(weight) if weight == int(weight) else weight  # 10, as an author writes it
     return nb

@@ -1,6 +1,6 @@
 """Refresh the grader's message catalogs from the code (``make messages``).
 
-Babel extracts every ``_()`` / ``N_()`` message id of ``autograder/`` (``babel.cfg``), and this
+Babel extracts every ``_()`` / ``N_()`` message id of ``autograder/`` and ``course/`` (``babel.cfg``), and this
 script the hidden checks' titles (their docstrings' first lines), into
 ``autograder/locale/sdpa.pot`` and updates each locale's ``sdpa.po`` from it: new ids arrive
 untranslated, ids no longer in the code are dropped.  The Chinese catalog starts each new id as
@@ -28,7 +28,7 @@ from autograder.i18n import DOMAIN, LOCALE_DIR, LOCALES, SOURCE_LANGUAGE
 ROOT = Path(__file__).resolve().parents[1]
 
 TEMPLATE = LOCALE_DIR / f"{DOMAIN}.pot"
-CHECKS = ROOT / "autograder" / "grading" / "checks"
+CHECKS = ROOT / "course" / "checks"
 HEADER = "Messages of the sdpa course's grader: check titles, failures, misconceptions, feedback pages."
 
 

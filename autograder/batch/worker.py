@@ -189,7 +189,7 @@ class Grader:
         self.graded += 1
         if self.graded == 1:
             # Everything alive now (torch, nbgrader, the checks) lives as long as
-            # the worker: keep it out of every later collection (pytest forces some).
+            # the worker: keep it out of every later collection.
             gc.collect()
             gc.freeze()
         return result

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: the course's files
 ASSIGNMENT = "sdpa"
-COPIED = ("nbgrader_config.py", "autograder", "solutions", "lesson", "source", "tools", "assignments")
+COPIED = ("nbgrader_config.py", "autograder", "course", "solutions", "lesson", "source", "tools", "assignments")
 
 
 def nbgrader_env() -> dict[str, str]:

@@ -47,26 +47,14 @@ class Sample:
     note: str = ""
 
 
-def _honest(code, **kwargs):
+def _honest(code):
     """The one-bug sample of `code`: its honest answer cell (``grading.honest``), what a refund is measured against."""
-    return Sample(f"bug-{code}", "bug", "partial", honest.replacement(code), codes=(code,), **kwargs)
+    return Sample(f"bug-{code}", "bug", "partial", honest.replacement(code), codes=(code,), also=honest.ALSO[code])
 
 
+# One sample per mistake the course declares an honest answer for, then the mistakes shown by hand.
 BUGS = [
-    _honest("scores-transposed"),
-    _honest("scores-scaled-early", also=("scale-by-dk",)),  # scaled twice: attention is divided by d_k
-    _honest("shape-error-missing"),
-    _honest("scale-missing"),
-    _honest("scale-by-dk"),
-    _honest("scale-multiplied"),
-    _honest("scale-low-precision"),
-    _honest("scale-wrong-dim"),
-    _honest("mask-inverted"),
-    _honest("mask-zero-fill"),
-    _honest("mask-ignored"),
-    _honest("mask-after-softmax"),
-    _honest("inplace-mutation"),
-    _honest("half-overflow"),
+    *(_honest(code) for code in honest.SOURCES),
     Sample("bug-device-mismatch", "bug", "partial", {"apply_mask": """
 def apply_mask(scores, mask=None):
     if mask is None:
@@ -79,11 +67,6 @@ def apply_mask(scores, mask=None):
 def causal_mask(L, S, device=None):
     return torch.ones(L, S, dtype=torch.bool).tril()
 """}, codes=("device-mismatch",)),
-    _honest("fully-masked-nan"),
-    _honest("softmax-unstable"),
-    _honest("softmax-global-max"),
-    _honest("softmax-wrong-dim"),
-    _honest("softmax-dim-ignored"),
     Sample("bug-softmax-builtin", "bug", "partial", {"softmax": """
 def softmax(x, dim=-1):
     return torch.nan_to_num(torch.softmax(x, dim=dim), nan=0.0)
@@ -99,14 +82,6 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     weights = softmax(apply_mask(scores, mask), dim=-1)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), weights
 """}, codes=("sdpa-builtin",)),
-    _honest("output-used-k"),
-    _honest("assumes-square"),
-    _honest("returns-not-tuple"),
-    _honest("causal-off-by-one"),
-    _honest("causal-bottom-right"),
-    _honest("padding-polarity"),
-    _honest("padding-shape"),
-    _honest("dtype-changed"),
     Sample("bug-hand-unscaled", "bug", "partial", {"hand-calc-answers": """
 hand_scores = [0.0, 2 * math.log(2), 2 * math.log(5)]
 hand_scaled = [0.0, 2 * math.log(2), 2 * math.log(5)]

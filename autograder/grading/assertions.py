@@ -1,6 +1,6 @@
 """Assertion helpers for the hidden checks: compare, diagnose, explain.
 
-The checks (``autograder/grading/checks/test_*.py``) call the student's functions
+The checks (``course/checks/test_*.py``) call the student's functions
 through a session and hand the results to `expect_tensor` and friends.  A
 failure raises `CheckFailed` carrying a Chinese message, the misconception
 codes that the evidence supports, and a minimal failing example; the scoring
@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 import torch
+
+from course import FUNCTIONS
 
 from ..i18n import _
 from ..sandbox.guest import forbidden
@@ -361,13 +363,8 @@ def _shape_codes(function, diag_args, value, select):
         if value.tensor is None or bool(torch.isclose(value.tensor.to(torch.float64), produced,
                                                       equal_nan=True).all()):
             codes.append(code)
-    if function == "key_padding_to_attn_mask" and value.shape != ():
-        codes.append("padding-shape")
-    if function in ("scaled_dot_product_attention", "fixed_attention", "attention_output") and len(args) >= 3:
-        k = args[1]
-        if len(value.shape) >= 1 and value.shape[-1] == k.shape[-1] != args[2].shape[-1]:
-            codes.append("output-used-k")
-    return codes
+    spec = FUNCTIONS.get(function)
+    return codes + (spec.shape_codes(list(args), value.shape) if spec is not None and spec.shape_codes else [])
 
 
 def expect_unchanged_inputs(result: CallResult, args: Sequence, what: str) -> None:

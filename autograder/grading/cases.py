@@ -2,16 +2,17 @@
 
 References come from PyTorch itself (F.scaled_dot_product_attention,
 torch.softmax) in float64, so the checks never trust our own solution code
-for the expected values.
+for the expected values; the course declares them (``course/references.py``).
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 import torch
-import torch.nn.functional as F
+
+from course import FUNCTIONS
+from course.references import scaled, scores, sdpa, softmax  # noqa: F401 - the checks' references
 
 if TYPE_CHECKING:
     from .tolerances import Tolerance
@@ -39,32 +40,9 @@ def random_bool_mask(rng: torch.Generator, shape: Sequence[int], p_keep: float =
     return mask
 
 
-def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-         mask: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reference output and weights, both from F.scaled_dot_product_attention."""
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    eye = torch.eye(k.shape[-2], dtype=q.dtype).expand(*k.shape[:-1], k.shape[-2])
-    weights = F.scaled_dot_product_attention(q, k, eye, attn_mask=mask)
-    return out, weights
-
-
-def bool_masked(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def bool_masked(scores_: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Scores with the positions a boolean mask forbids (False) set to -inf, by torch.masked_fill."""
-    return scores.masked_fill(~mask, float("-inf"))
-
-
-def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """torch.softmax with all -inf slices mapped to zeros (torch >= 2.5 SDPA)."""
-    out = torch.softmax(x, dim=dim)
-    return torch.nan_to_num(out, nan=0.0)
-
-
-def scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    return q @ k.transpose(-2, -1)
-
-
-def scaled(scores_: torch.Tensor, d_k: float) -> torch.Tensor:
-    return scores_ / math.sqrt(d_k)
+    return scores_.masked_fill(~mask, float("-inf"))
 
 
 def tolerance(reference: Callable, args: Sequence, dtype: torch.dtype, select: Optional[int] = None,
@@ -107,36 +85,11 @@ def cast(args: Sequence, dtype: torch.dtype) -> list:
     return [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
 
 
-def _apply_mask(scores_, mask=None):
-    if mask is None:
-        return scores_
-    if mask.dtype == torch.bool:
-        return scores_.masked_fill(~mask, float("-inf"))
-    return scores_ + mask.to(scores_.dtype)
-
-
-def softmax_via_logsumexp(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """exp(x - logsumexp(x)), as ``torch.log_softmax(x).exp()`` computes it: as correct as torch.softmax,
-    but the shift is rounded at the scale of x, so a dominant weight is off by about |x| x eps."""
-    return torch.nan_to_num(torch.exp(x - torch.logsumexp(x, dim=dim, keepdim=True)), nan=0.0)
-
-
-def sdpa_via_logsumexp(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                       mask: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention written out with `softmax_via_logsumexp`: (output, weights)."""
-    weights = softmax_via_logsumexp(_apply_mask(scaled(scores(q, k), q.shape[-1]), mask))
-    return weights @ v, weights
-
-
 # Other correct formulations of a reference: tolerances cover the rounding of each (see `tolerance`).
-EQUIVALENTS: dict[Callable, tuple[Callable, ...]] = {softmax: (softmax_via_logsumexp,), sdpa: (sdpa_via_logsumexp,)}
-
+EQUIVALENTS: dict[Callable, tuple[Callable, ...]] = {f.reference: f.equivalents for f in FUNCTIONS.values()
+                                                     if f.equivalents}
 # The float64 reference of each graded function, for deriving tolerances.
-REFERENCES = {
-    "attention_scores": scores, "scale_scores": scaled, "apply_mask": _apply_mask, "softmax": softmax,
-    "attention_output": lambda w, v: w @ v, "scaled_dot_product_attention": sdpa,
-    "fixed_attention": lambda *a: sdpa(*a)[0],
-}
+REFERENCES = {name: f.reference for name, f in FUNCTIONS.items() if f.reference is not None}
 
 
 def default_tolerance(function: str, args: Sequence, kwargs: dict, select: Optional[int] = None) -> Optional[Tolerance]:

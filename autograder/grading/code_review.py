@@ -28,6 +28,8 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+import course
+
 from ..i18n import _
 from ..notebook.cells import grade_id, is_answer_cell
 from ..sandbox import guest
@@ -38,15 +40,8 @@ if TYPE_CHECKING:
     from ..sandbox.compiled_texts import CompiledTexts
     from .hidden_checks import PartResult
 
-# The student functions each part's hidden checks call.
-PART_FUNCTIONS = {
-    "attention_scores": ("attention_scores",), "scale_scores": ("scale_scores",), "apply_mask": ("apply_mask",),
-    "softmax": ("softmax",), "attention_output": ("attention_output",),
-    "scaled_dot_product_attention": ("scaled_dot_product_attention",), "causal_mask": ("causal_mask",),
-    "key_padding_to_attn_mask": ("key_padding_to_attn_mask",), "debugging_fix": ("fixed_attention",),
-    "device_dtype": ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output",
-                     "scaled_dot_product_attention", "causal_mask"),
-}
+# {part: the student functions its hidden checks call} (the course's declarations).
+PART_FUNCTIONS = course.PART_FUNCTIONS
 MAX_NOTES_PER_TEXT = 3  # flagged lines listed for one text compiled at run time
 GRADED_FUNCTIONS = sorted({f for functions in PART_FUNCTIONS.values() for f in functions})
 

@@ -38,6 +38,8 @@ from typing import Optional
 
 import torch
 
+from course import FUNCTIONS
+
 from ..i18n import _
 from . import cases, tolerances
 from .assertions import CheckFailed, TensorSpec, diagnose, text_codes
@@ -46,9 +48,10 @@ from .misconceptions import COMPOSITE_HOME
 # Where each misconception that a composite may pass on lives: the part that charges it (the registry).
 HOME = COMPOSITE_HOME
 
-COMPOSITE = "scaled_dot_product_attention"
-# The helpers in the order the composite uses them.
-CHAIN = ("attention_scores", "scale_scores", "apply_mask", "softmax", "attention_output")
+# The composite and its helpers in the order it uses them, each with its arguments (the course's `helpers`).
+COMPOSITE = next(name for name, f in FUNCTIONS.items() if f.helpers)
+HELPERS = FUNCTIONS[COMPOSITE].helpers
+CHAIN = tuple(name for name, _arguments in HELPERS)
 
 
 @dataclass
@@ -135,14 +138,10 @@ def compose(student, q, k, v, mask=None) -> Optional[Composition]:
     a helper that raised, returned no tensor or a constant one where PyTorch computes, for no known reason,
     stops it (`stopped`: no evidence, the helper named); None when a call was forbidden or a helper
     returned where PyTorch raises."""
-    outputs = {}
+    outputs = {"q": q, "k": k, "v": v, "mask": mask}
     result = Composition()
-    for function in CHAIN:
-        args = {"attention_scores": lambda: (q, k),
-                "scale_scores": lambda: (outputs["attention_scores"], q.shape[-1]),
-                "apply_mask": lambda: (outputs["scale_scores"], mask),
-                "softmax": lambda: (outputs["apply_mask"], -1),
-                "attention_output": lambda: (outputs["softmax"], v)}[function]()
+    for function, arguments in HELPERS:
+        args = arguments(outputs)
         call = student.call(function, *args)
         expected, reference_error = _reference(function, args)
         if call.forbidden:

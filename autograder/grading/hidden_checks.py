@@ -1,39 +1,33 @@
-"""Run the hidden checks (pytest modules) against one student session.
+"""Run the hidden checks against one student session, and settle what each mistake costs.
 
-The checks live in ``autograder/grading/checks``; each module grades one part of the
-notebook and marks each test with its points.  `run_checks` runs pytest
-in-process with a small plugin that hands the tests a `student` session and a
-per-student seeded generator, and collects a `CheckResult` per test.  This
-process never executes student code: the session does that in the sandbox.
+The checks live in ``course/checks`` (``check_api`` says what a check
+declares); each module grades one part of the notebook.  `run_checks` calls
+each check of the parts asked for, with the `student` session and a
+per-student seeded generator, and makes a `CheckResult` of what it returned or
+raised.  This process never executes student code: the session does that in
+the sandbox.
 """
 from __future__ import annotations
 
-import builtins
 import functools
 import hashlib
 import logging
-import os
-from collections.abc import Generator, Sequence
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
-
-import pytest
 
 from ..i18n import _
 from .assertions import EXPLAINED, CheckFailed
+from .check_api import Check, Skipped, collect
 from .composition import ExplainedElsewhere
 from .honest import SOURCES as HONEST_SOURCES
 from .misconceptions import HOMES
 
 if TYPE_CHECKING:
-    import torch
-
     from ..sandbox.session import StudentSession
     from .local_student import LocalStudent
 
-CHECKS_DIR = Path(__file__).with_name("checks")
-_EXCEPTION_GROUPS = tuple(getattr(builtins, name) for name in ("BaseExceptionGroup",) if hasattr(builtins, name))
 log = logging.getLogger(__name__)
 
 
@@ -86,96 +80,55 @@ def seed_for(*key: object) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-class _Plugin:
-    def __init__(self, student: Union[StudentSession, LocalStudent], parts: Sequence[str], seed_key: Sequence[object],
-                 context: dict) -> None:
-        self._student, self._parts, self._seed_key, self._context = student, set(parts), seed_key, context
-        self.results = {}
-        self._explained = {}  # nodeid -> the CheckFailed a check recorded and went on from
-
-    @pytest.fixture
-    def student(self) -> Union[StudentSession, LocalStudent]:
-        return self._student
-
-    @pytest.fixture
-    def grading(self) -> dict:
-        """Facts about this grading run (devices present, seed key)."""
-        return self._context
-
-    @pytest.fixture
-    def rng(self, request: pytest.FixtureRequest) -> torch.Generator:
+def _fixtures(check: Check, student, seed_key: Sequence[object], context: dict) -> dict:
+    """What the check asks for: the session, a generator seeded from the student and the check, the run's facts."""
+    def rng():
         import torch
 
-        return torch.Generator().manual_seed(seed_for(*self._seed_key, request.node.nodeid.split("::")[-1]))
+        return torch.Generator().manual_seed(seed_for(*seed_key, check.name))
 
-    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
-                                      items: list[pytest.Item]) -> None:
-        keep = [item for item in items if _part_of(item) in self._parts]
-        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
-        items[:] = keep
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, None]:
-        """With each mistake charged once, a failure another part accounts for does not end the check."""
-        collected = [] if self._context.get("charge_once", True) else None
-        token = EXPLAINED.set(collected)
-        try:
-            yield
-        finally:
-            EXPLAINED.reset(token)
-            self._explained[item.nodeid] = collected or []
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, None]:
-        outcome = yield
-        report = outcome.get_result()
-        if report.skipped:
-            return  # e.g. CUDA checks on a CPU-only grader: neither pass nor fail
-        if report.when == "call" or (report.when == "setup" and report.failed):
-            result = self._result(item, call, self._context.get("charge_once", True))
-            self.results[item.nodeid] = _with_recorded(result, self._explained.pop(item.nodeid, []))
-
-    @staticmethod
-    def _result(item, call, charge_once):
-        marker = item.get_closest_marker("points")
-        max_points = float(marker.args[0]) if marker else 0.0
-        doc = _((getattr(item.function, "__doc__", None) or item.name).strip().splitlines()[0])  # a check's title
-        base = dict(name=item.name, title=doc, part=_part_of(item), max_points=max_points)
-        if call.excinfo is None:
-            return CheckResult(points=max_points, passed=True, **base)
-        exc = call.excinfo.value
-        if isinstance(exc, ExplainedElsewhere):
-            return CheckResult(points=max_points, passed=True, message=exc.message, charged_elsewhere=exc.codes,
-                               charged_groups=exc.groups, failure=exc.failure, unexplained=exc.unexplained, **base)
-        if isinstance(exc, CheckFailed):
-            failure = dict(message=exc.message, codes=exc.codes, example=exc.example)
-            if exc.explained_by and charge_once:
-                return CheckResult(points=max_points, passed=True, message=exc.message,
-                                   charged_elsewhere=exc.explained_by, failure=failure, **base)
-            return CheckResult(points=0.0, passed=False, replay=exc.replay, unexplained=exc.unexplained, **failure,
-                               **base)
-        log.error("check %s crashed inside the grader: %r", item.nodeid, exc)
-        return CheckResult(points=0.0, passed=False, grader_error=True,
-                           message=_("评分器内部错误（{error}），请联系助教。").format(error=type(exc).__name__),
-                           **base)
+    made = {"student": lambda: student, "rng": rng, "grading": lambda: context}
+    return {name: made[name]() for name in check.fixtures}
 
 
-class _PlainFailureReports:
-    """A failure's report without pytest's traceback.
+def _run(check: Check, student, seed_key: Sequence[object], context: dict) -> Optional[CheckResult]:
+    """One check's result, or None when it skipped itself.  With each mistake charged once, a failure another
+    part accounts for does not end the check (``assertions.EXPLAINED`` collects it)."""
+    charge_once = context.get("charge_once", True)
+    recorded = [] if charge_once else None
+    token = EXPLAINED.set(recorded)
+    error = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            check.function(**_fixtures(check, student, seed_key, context))
+    except Skipped:
+        return None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - whatever a check raises is its result
+        error = exc
+    finally:
+        EXPLAINED.reset(token)
+    return _with_recorded(_result(check, error, charge_once), recorded or [])
 
-    pytest renders one with source excerpts for every failing test, parsing the check's module each
-    time: about a third of the checks' CPU for a student who fails a few.  Nothing reads
-    it: each check's result comes from its exception (`_Plugin._result`).
-    """
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Optional[pytest.TestReport]:
-        excinfo = call.excinfo
-        if excinfo is None or isinstance(excinfo.value, (pytest.skip.Exception, *_EXCEPTION_GROUPS)):
-            return None  # pytest's own report, which costs nothing here
-        return pytest.TestReport(item.nodeid, item.location, dict.fromkeys(item.keywords, 1), "failed",
-                                 excinfo.typename, call.when, [], call.duration, call.start, call.stop,
-                                 user_properties=item.user_properties)
+def _result(check: Check, exc: Optional[BaseException], charge_once: bool) -> CheckResult:
+    base = dict(name=check.name, title=_(check.title), part=check.part, max_points=check.points)
+    if exc is None:
+        return CheckResult(points=check.points, passed=True, **base)
+    if isinstance(exc, ExplainedElsewhere):
+        return CheckResult(points=check.points, passed=True, message=exc.message, charged_elsewhere=exc.codes,
+                           charged_groups=exc.groups, failure=exc.failure, unexplained=exc.unexplained, **base)
+    if isinstance(exc, CheckFailed):
+        failure = dict(message=exc.message, codes=exc.codes, example=exc.example)
+        if exc.explained_by and charge_once:
+            return CheckResult(points=check.points, passed=True, message=exc.message,
+                               charged_elsewhere=exc.explained_by, failure=failure, **base)
+        return CheckResult(points=0.0, passed=False, replay=exc.replay, unexplained=exc.unexplained, **failure, **base)
+    log.error("check %s.%s crashed inside the grader: %r", check.part, check.name, exc)
+    return CheckResult(points=0.0, passed=False, grader_error=True,
+                       message=_("评分器内部错误（{error}），请联系助教。").format(error=type(exc).__name__), **base)
 
 
 def _with_recorded(result: CheckResult, recorded: list) -> CheckResult:
@@ -195,65 +148,22 @@ def _with_recorded(result: CheckResult, recorded: list) -> CheckResult:
     return result
 
 
-def _part_of(item):
-    """A test's part: its `part` marker, else its module's PART."""
-    marker = item.get_closest_marker("part")
-    return marker.args[0] if marker else getattr(item.module, "PART", None)
-
-
-def _checks_args() -> list[str]:
-    """pytest on the checks directory alone: no ini file, cache, conftest or addopts from elsewhere."""
-    return [str(CHECKS_DIR), "-c", os.devnull, "-p", "no:cacheprovider", "--rootdir", str(CHECKS_DIR),
-            "-o", "addopts=", "-o", "python_files=test_*.py", "--noconftest"]
-
-
-class _Weights:
-    """Collects the checks (nothing runs): each part's points are the sum of its checks' `points` markers."""
-
-    def __init__(self) -> None:
-        self.points = {}
-
-    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
-                                      items: list[pytest.Item]) -> None:
-        for item in items:
-            marker = item.get_closest_marker("points")
-            part = _part_of(item)
-            self.points[part] = self.points.get(part, 0.0) + (float(marker.args[0]) if marker else 0.0)
-
-
-def part_points() -> dict[str, float]:
-    """{part: points}: the one place a part's points are declared is its checks' `@pytest.mark.points`; the grade
-    cell's points in every edition are this sum (``tools/build_notebooks.py`` writes them)."""
-    weights = _Weights()
-    code = pytest.main([*_checks_args(), "--collect-only", "-p", "no:terminal"], plugins=[weights])
-    if code != 0:
-        raise RuntimeError(f"the hidden checks could not be collected (pytest exit code {code})")
-    return weights.points
-
-
 def run_checks(student: Union[StudentSession, LocalStudent], parts: Sequence[str], *, seed_key: Sequence[object],
                context: Optional[dict] = None, settle: bool = True) -> dict[str, PartResult]:
     """Grade `parts` against a live session; returns {part: PartResult}.
 
     `settle` decides the credit of checks explained by codes charged elsewhere (`settle_charges`).
     """
-    plugin = _Plugin(student, parts, seed_key, context or {})
-    args = [*_checks_args(), "-p", "no:terminal", "-p", "no:warnings",
-            # these two force a full gc.collect() around every test, a large share of the checks' time
-            "-p", "no:unraisableexception", "-p", "no:threadexception", "-W", "ignore",
-            # per student, not per process: the checks raise CheckFailed (no bare assert to rewrite), log
-            # nothing, and need no installed plugin; the logging plugin walks every logger around each test
-            "--assert=plain", "--disable-plugin-autoload", "-p", "no:logging", "-p", "no:doctest",
-            "-p", "no:junitxml", "-p", "no:pastebin", "-p", "no:stepwise", "-p", "no:faulthandler",
-            "-p", "no:debugging"]  # only --pdb needs it, and it imports pdb at every student's first test
-    code = pytest.main(args, plugins=[plugin, _PlainFailureReports()])
-    if code not in (0, 1):
-        log.error("hidden checks did not run cleanly (pytest exit code %s)", code)
+    context = context or {}
+    wanted = set(parts)
     results = {part: PartResult(part) for part in parts}
-    for res in plugin.results.values():
-        results.setdefault(res.part, PartResult(res.part)).checks.append(res)
+    for check in collect():
+        if check.part in wanted:
+            result = _run(check, student, seed_key, context)
+            if result is not None:
+                results[check.part].checks.append(result)
     if settle:
-        settle_charges(results, seed_key, context or {})
+        settle_charges(results, seed_key, context)
         _shrink_examples(student, results)
     return results
 

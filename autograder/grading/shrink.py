@@ -16,6 +16,8 @@ from typing import Any, Optional
 
 import torch
 
+from course import FUNCTIONS
+
 from ..i18n import _
 from . import cases, tolerances
 from .assertions import Replay, TensorSpec, attention_pair
@@ -25,16 +27,9 @@ MAX_SECONDS = 3.0  # a safety cap for slow functions; the call budget is what no
 SMALL = 3  # values are rounded into [-SMALL, SMALL]
 SHOWN = 16  # tensors up to this many elements are shown whole
 
-# The named axes of each graded function's tensor arguments, from the right (leading dims are batch).
-AXES = {
-    "attention_scores": (("L", "D"), ("S", "D")),
-    "scale_scores": (("L", "S"), None),
-    "apply_mask": (("L", "S"), ("L", "S")),
-    "softmax": (("L", "S"), None),
-    "attention_output": (("L", "S"), ("S", "E")),
-    "scaled_dot_product_attention": (("L", "D"), ("S", "D"), ("S", "E"), ("L", "S")),
-    "fixed_attention": (("L", "D"), ("S", "D"), ("S", "E"), ("L", "S")),
-}
+# The named axes of each graded function's tensor arguments, from the right (leading dims are batch):
+# the course's `GradedFunction.axes`.
+AXES = {name: f.axes for name, f in FUNCTIONS.items() if f.axes}
 
 
 def _labels(function, args):
@@ -152,10 +147,7 @@ def _shape_text(args):
 
 
 def _describe(function, args) -> str:
-    names = {"attention_scores": ("q", "k"), "scale_scores": ("scores", "d_k"), "apply_mask": ("scores", "mask"),
-             "softmax": ("x", "dim"), "attention_output": ("weights", "v"),
-             "scaled_dot_product_attention": ("q", "k", "v", "mask"), "fixed_attention": ("q", "k", "v", "mask")}
-    labels = names.get(function, ())
+    labels = FUNCTIONS[function].parameters if function in FUNCTIONS else ()
     parts = []
     for position, arg in enumerate(args):
         name = labels[position] if position < len(labels) else f"arg{position}"

@@ -66,9 +66,10 @@ DIRECTORY = ".sdpa-calibration"
 LOCK_WAIT_SECONDS = 300.0  # the longest a process waits for another one's measurement
 MAX_FILE_BYTES = 32 * 2**20
 MAX_SECONDS = 86400.0
-_PACKAGE = Path(__file__).resolve().parents[1]  # autograder/
-# What the measured run executes besides the source notebook: the hidden checks and the guest.
-_ENGINE = ("grading", "sandbox/guest")
+_ROOT = Path(__file__).resolve().parents[2]  # the checkout: autograder/ and course/
+# What the measured run executes besides the source notebook: the course's checks and specs, the grading
+# engine and the guest.
+_ENGINE = ("course", "autograder/grading", "autograder/sandbox/guest")
 
 
 def default_directory(parent: object) -> str:
@@ -95,8 +96,8 @@ def course_version(source: NotebookNode) -> str:
     digest = hashlib.sha256()
     digest.update("\x00".join(c.source for c in source.cells if c.cell_type == "code").encode())
     for top in _ENGINE:
-        for path in sorted((_PACKAGE / top).rglob("*.py")):
-            digest.update(b"\x00" + str(path.relative_to(_PACKAGE)).encode() + b"\x00" + path.read_bytes())
+        for path in sorted((_ROOT / top).rglob("*.py")):
+            digest.update(b"\x00" + str(path.relative_to(_ROOT)).encode() + b"\x00" + path.read_bytes())
     return digest.hexdigest()
 
 

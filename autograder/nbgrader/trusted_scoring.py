@@ -70,7 +70,7 @@ class TrustedScoring(NbGraderPreprocessor):
             return self._preprocess(nb, resources)
 
     def _preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
-        # The grading engine (torch, pytest) loads with the first notebook graded, not with every
+        # The grading engine (torch, the checks) loads with the first notebook graded, not with every
         # nbgrader command that reads nbgrader_config.py (a student's fetch or submit, feedback, export).
         from ..grading import code_review, feedback, record
         from ..grading.hidden_checks import run_checks

@@ -1,7 +1,7 @@
 """What a process's first grading imports and builds on the trusted side, done ahead of it.
 
 A grading process pays these once, on its first submission: torch's symbolic shapes (and sympy, through
-the trusted reference's first ``torch.broadcast_shapes``), the hidden-check modules, the gradebook's
+the trusted reference's first ``torch.broadcast_shapes``), the course's check modules, the gradebook's
 sqlite dialect, the message catalogs, nbformat's schema validator.  Doing them while the zygote still
 warms up (on the other core) takes them off the way to the first result: `sdpa-course check` and stock
 ``nbgrader autograde`` call `before_first_grading` then, and ``sdpa-course autograde`` before it forks
@@ -10,13 +10,10 @@ functions: grading after this is the same as without it.
 """
 from __future__ import annotations
 
-import importlib
-
 
 def before_first_grading() -> None:
     """Import and build what the first grading in this process would otherwise do on its way."""
     import nbformat
-    import pytest  # noqa: F401
     import sqlalchemy.dialects.sqlite  # noqa: F401 - the gradebook's first connection
     import torch  # noqa: F401
 
@@ -25,12 +22,11 @@ def before_first_grading() -> None:
     from nbgrader.converters import Autograde  # noqa: F401
 
     from .. import i18n
-    from ..grading import assertions, feedback, hidden_checks, root_causes, shrink  # noqa: F401
+    from ..grading import assertions, check_api, feedback, hidden_checks, root_causes, shrink  # noqa: F401
     from . import pipelines
 
     pipelines()  # imports every step
-    for check in sorted(hidden_checks.CHECKS_DIR.glob("test_*.py")):  # pytest's collection finds them imported
-        importlib.import_module(f"{hidden_checks.__package__}.checks.{check.stem}")
+    check_api.collect()  # imports the course's checks
     for locale in i18n.LOCALES.values():  # the message catalogs, read once (Babel parses the .po files)
         i18n.catalog(locale)
     try:  # builds nbformat's JSON-schema validator (and its format checkers) once

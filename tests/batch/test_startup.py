@@ -50,7 +50,7 @@ def test_workers_inherit_what_a_first_grading_would_import():
     """`warm_parent` imports before the fork what the first student's checks would import in every worker."""
     code = ("import sys\nfrom autograder.batch.worker import warm_parent\nwarm_parent()\n"
             "wanted = ['sympy', 'torch.fx.experimental.symbolic_shapes', 'sqlalchemy.dialects.sqlite',\n"
-            "          'autograder.grading.checks.test_device_dtype', 'autograder.grading.shrink']\n"
+            "          'course.checks.test_device_dtype', 'autograder.grading.shrink']\n"
             "print(' '.join(m for m in wanted if m not in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == []

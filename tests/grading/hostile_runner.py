@@ -13,8 +13,8 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from autograder.grading.checks import test_hand_calculation as hand  # noqa: E402
 from autograder.sandbox.guest import wire  # noqa: E402
+from course.checks import test_hand_calculation as hand  # noqa: E402
 from solutions import sdpa as ref  # noqa: E402
 
 ANSWERS = {

@@ -17,10 +17,10 @@ import torch
 
 from autograder.demo import course
 from autograder.grading.assertions import CheckFailed
-from autograder.grading.checks import test_hand_calculation as hand
-from autograder.grading.checks import test_shapes as shapes
 from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.sandbox.guest import wire
+from course.checks import test_hand_calculation as hand
+from course.checks import test_shapes as shapes
 
 RIGHT = {"hand_scores": [0.0, 2 * math.log(2), 2 * math.log(5)], "hand_scaled": [0.0, math.log(2), math.log(5)],
          "hand_weights": [Fraction(1, 8), Fraction(2, 8), Fraction(5, 8)], "hand_output": 12,
@@ -118,7 +118,7 @@ def test_the_catalogue_has_both_verdicts():
 
 
 def test_a_subclass_of_valueerror_is_a_valueerror():
-    from autograder.grading.checks import test_attention_scores as scores
+    from course.checks import test_attention_scores as scores
 
     namespace = reference_namespace()
     exec("class ShapeMismatch(ValueError):\n    pass\n"  # noqa: S102 - trusted test code

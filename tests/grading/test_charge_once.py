@@ -6,14 +6,17 @@ from autograder.grading import honest, root_causes
 from autograder.grading.hidden_checks import CheckResult, PartResult, honest_failures, run_checks, settle_charges
 from autograder.grading.local_student import LocalStudent, reference_namespace
 from autograder.grading.misconceptions import CATALOGUE, COMPOSITE_HOME
+from catalogue import mistake
 from catalogue.charge_once import parts
 from catalogue.charging import CHARGING, DTYPE_BUGS, HONEST, LARGE_FILLS, NARROWER, SHOWS_ONCE, TWO_MISTAKES
 from tests.support.grading import grade_in_process
 
 ORDER = parts()
-# One answer cell changed, one code: the single-misconception samples (built-ins are charged by reading the code).
+# One answer cell changed, one code: the single-misconception samples (built-ins are charged by reading the code)
+# other than the course's honest answers, which `test_every_declared_mistake_stands_on_its_own` grades.
 SINGLE = [s for s in BUGS if len(s.replace) == 1 and not s.append and s.edit is None and len(s.codes) == 1
-          and not {"softmax-builtin", "sdpa-builtin"} & set(s.codes)]
+          and not {"softmax-builtin", "sdpa-builtin"} & set(s.codes) and s.name not in
+          {f"bug-{code}" for code in honest.SOURCES}]
 
 
 _grade = grade_in_process
@@ -29,6 +32,22 @@ def test_one_misconception_is_charged_in_its_home_part_only(sample):
     lost = _lost(_grade(sample.replace, sample.name))
     # The hand calculation asks about a code without implementing it: that question's part is its home here.
     assert len(lost) == 1 and set(lost) <= {CATALOGUE[code].home, "hand_calculation"}, lost
+
+
+@pytest.mark.parametrize("code", list(honest.SOURCES))
+def test_every_declared_mistake_stands_on_its_own(code):
+    """Its honest answer is named, charged in its home part only, and diagnosed as no other mistake
+    (``python -m catalogue mistake``, on one seed here)."""
+    assert mistake.problems(code, seeds=("suite",)) == []
+
+
+def test_a_mistake_the_checks_cannot_tell_apart_is_reported(monkeypatch):
+    """The check above can fail: a declared mistake whose honest answer is another code's model is reported as
+    diagnosed as that code too."""
+    monkeypatch.setitem(honest.SOURCES, "scale-multiplied", honest.SOURCES["scale-by-dk"])
+    found = mistake.problems("scale-multiplied", seeds=("suite",))
+    assert any("also diagnosed as 'scale-by-dk'" in line for line in found), found
+    assert any("without naming it" in line for line in found), found
 
 
 def test_the_issue_figures_hold_with_the_default_configuration():

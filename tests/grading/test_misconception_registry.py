@@ -15,8 +15,9 @@ from autograder.sandbox.guest import forbidden
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "source" / "sdpa" / "sdpa.ipynb"
-# Every module that names a code: the checks and the grading engine, the demo class, the catalogue.
-NAMING_MODULES = sorted([*(ROOT / "autograder" / "grading").rglob("*.py"),
+# Every module that names a code: the course (its declarations and checks), the grading engine, the demo
+# class, the catalogue.
+NAMING_MODULES = sorted([*(ROOT / "course").rglob("*.py"), *(ROOT / "autograder" / "grading").rglob("*.py"),
                          ROOT / "autograder" / "demo" / "submissions.py", *(ROOT / "catalogue").glob("*.py")])
 
 

@@ -1,18 +1,18 @@
 """attention_scores(q, k): raw q·kᵀ over the last two dims."""
 import math
 
-import pytest
 import torch
 
 from autograder.grading import cases
 from autograder.grading.assertions import expect_raises, expect_tensor, expect_unchanged_inputs
+from autograder.grading.check_api import points
 from autograder.i18n import _
 
 PART = "attention_scores"
 FN = "attention_scores"
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_hand_case(student):
     """手算例子：q=1，Key 为 0 与 ln 3"""
     q = torch.tensor([[1.0]], dtype=torch.float64)
@@ -20,7 +20,7 @@ def test_hand_case(student):
     expect_tensor(student.call(FN, q, k), cases.scores(q, k), function=FN, args=(q, k), what=_("手算例子的分数"))
 
 
-@pytest.mark.points(3)
+@points(3)
 def test_random_batched_cross_attention(student, rng):
     """随机张量：batch 与多头，L != S"""
     q, k, _v = cases.qkv(rng, batch=(2, 3), L=5, S=7, d_k=8)
@@ -28,7 +28,7 @@ def test_random_batched_cross_attention(student, rng):
                   what=_("随机 [2,3,5,8]×[2,3,7,8] 的分数"))
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_mismatched_dk_raises(student, rng):
     """d_k 不一致时抛出 ValueError"""
     q, k = cases.randn(rng, 4, 8), cases.randn(rng, 6, 5)
@@ -37,7 +37,7 @@ def test_mismatched_dk_raises(student, rng):
     expect_raises(student.call(FN, q, k), "ValueError", _("q 的 d_k=8、k 的 d_k=5"), control=control)
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_float32_keeps_dtype_and_inputs(student, rng):
     """float32 输入：dtype 不变，输入不被修改"""
     q, k, _v = cases.qkv(rng, batch=(3,), L=4, S=6, d_k=16)

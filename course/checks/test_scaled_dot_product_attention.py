@@ -1,7 +1,6 @@
 """scaled_dot_product_attention(q, k, v, mask): compared with F.scaled_dot_product_attention."""
 import math
 
-import pytest
 import torch
 
 from autograder.grading import cases, composition, tolerances
@@ -14,6 +13,7 @@ from autograder.grading.assertions import (
     record_dtype_only,
     require_ok,
 )
+from autograder.grading.check_api import points
 from autograder.i18n import _
 
 PART = "scaled_dot_product_attention"
@@ -36,7 +36,7 @@ def _check(student, grading, q, k, v, mask=None, what="", weights=True):
     return result
 
 
-@pytest.mark.points(3)
+@points(3)
 def test_hand_cases(student, grading):
     """手算例子：17.5；屏蔽第二个 Key → 10；q = 0 → 15"""
     k = torch.tensor([[0.0], [math.log(3.0)]], dtype=torch.float64)
@@ -49,7 +49,7 @@ def test_hand_cases(student, grading):
     subcases.settle()
 
 
-@pytest.mark.points(3)
+@points(3)
 def test_random_cross_attention(student, grading, rng):
     """随机张量：batch、多头、L != S、d_k != d_v"""
     q, k, v = cases.qkv(rng, batch=(2, 3), L=5, S=7, d_k=8, d_v=4)
@@ -67,21 +67,21 @@ def test_random_cross_attention(student, grading, rng):
         raise
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_bool_mask(student, grading, rng):
     """布尔掩码（True = 允许关注）"""
     q, k, v = cases.qkv(rng, batch=(2,), L=4, S=6, d_k=5, d_v=3)
     _check(student, grading, q, k, v, cases.random_bool_mask(rng, (2, 4, 6)), what=_("布尔掩码"))
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_float_mask(student, grading, rng):
     """浮点（加性）掩码"""
     q, k, v = cases.qkv(rng, batch=(2,), L=4, S=6, d_k=5, d_v=3)
     _check(student, grading, q, k, v, cases.randn(rng, 4, 6), what=_("浮点掩码"))
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_causal_no_leakage(student, grading, rng):
     """因果掩码下，改变未来的 Key/Value 不影响前面的输出"""
     q, k, v = cases.qkv(rng, batch=(2,), L=6, S=6, d_k=4, d_v=4)
@@ -116,7 +116,7 @@ def test_causal_no_leakage(student, grading, rng):
     subcases.settle()
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_fully_masked_rows_give_zeros(student, grading, rng):
     """没有任何可关注位置的行：权重与输出全为 0"""
     q, k, v = cases.qkv(rng, batch=(2,), L=4, S=5, d_k=4, d_v=3)
@@ -131,7 +131,7 @@ def test_fully_masked_rows_give_zeros(student, grading, rng):
     _check(student, grading, q, k, v, mask, what=_("含全屏蔽行"))
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_large_scores_and_padding(student, grading, rng):
     """大分数（1e4 量级）与 [B,1,1,S] padding 掩码"""
     q, k, v = cases.qkv(rng, batch=(2, 2), L=3, S=5, d_k=4, d_v=2)

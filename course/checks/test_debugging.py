@@ -7,10 +7,10 @@ masked keys keep a non-zero weight.  Options (the debug-md cell of lesson/sdpa.z
 A no error, B some rows do not sum to 1, C masked keys get weight,
 D rows and masks fine but values differ.
 """
-import pytest
 
 from autograder.grading import cases
 from autograder.grading.assertions import CheckFailed, expect_tensor, not_an_answer
+from autograder.grading.check_api import part, points
 from autograder.i18n import N_, _
 
 LETTERS = "ABCD"
@@ -34,29 +34,29 @@ def _verdict(student, name):
         raise CheckFailed(_("{name}：结论不对。{hint}值取单位矩阵时，输出就是权重。").format(name=name, hint=_(HINTS[name])))
 
 
-@pytest.mark.part("debugging_choice")
-@pytest.mark.points(1)
+@part("debugging_choice")
+@points(1)
 def test_verdict_candidate_1(student):
     """candidate_1 的诊断结论"""
     _verdict(student, "verdict_1")
 
 
-@pytest.mark.part("debugging_choice")
-@pytest.mark.points(1)
+@part("debugging_choice")
+@points(1)
 def test_verdict_candidate_2(student):
     """candidate_2 的诊断结论"""
     _verdict(student, "verdict_2")
 
 
-@pytest.mark.part("debugging_choice")
-@pytest.mark.points(1)
+@part("debugging_choice")
+@points(1)
 def test_verdict_candidate_3(student):
     """candidate_3 的诊断结论"""
     _verdict(student, "verdict_3")
 
 
-@pytest.mark.part("debugging_fix")
-@pytest.mark.points(5)
+@part("debugging_fix")
+@points(5)
 def test_fixed_attention(student, rng):
     """fixed_attention 与参考结果一致（含掩码）"""
     q, k, v = cases.qkv(rng, batch=(2,), L=4, S=6, d_k=4, d_v=3)

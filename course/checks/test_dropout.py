@@ -4,9 +4,9 @@ Options for dropout_sdpa_answer (the dropout-task cell of lesson/sdpa.zh.md): A 
 B it still drops (right: the function cannot see the module's mode),
 C it raises, D random numbers are frozen.
 """
-import pytest
 
 from autograder.grading.assertions import CheckFailed, expect_number, not_an_answer
+from autograder.grading.check_api import points
 from autograder.i18n import _
 
 PART = "dropout"
@@ -14,7 +14,7 @@ P, WEIGHT = 0.2, 0.4
 KEPT = WEIGHT / (1 - P)  # survivors are divided by 1 - p
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_kept_value(student):
     """训练模式下，未被置零的权重的大小"""
     try:
@@ -24,7 +24,7 @@ def test_kept_value(student):
                           failed.codes, failed.example) from None
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_sdpa_in_eval(student):
     """eval() 之后 F.scaled_dot_product_attention(dropout_p=0.1) 的行为"""
     value = student.get("dropout_sdpa_answer")

@@ -1,9 +1,8 @@
 """Hand calculation: d_k = 4, q = [2,0,0,0], keys [0], [ln2], [ln5], values 8, 4, 16."""
 import math
 
-import pytest
-
 from autograder.grading.assertions import expect_number
+from autograder.grading.check_api import points
 
 PART = "hand_calculation"
 
@@ -26,14 +25,14 @@ UNSCALED_WEIGHTS = _softmax(RAW)
 BY_DK_WEIGHTS = _softmax([x / 4 for x in RAW])
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_raw_scores(student):
     """原始分数 q·k"""
     expect_number(student.get("hand_scores"), RAW, what="hand_scores",
                   codes_by_value=[("scores-scaled-early", SCALED)])
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_scaled_scores(student):
     """缩放后的分数"""
     expect_number(student.get("hand_scaled"), SCALED, what="hand_scaled",
@@ -41,14 +40,14 @@ def test_scaled_scores(student):
                                   ("scale-multiplied", [x * 2 for x in RAW])])
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_weights(student):
     """softmax 权重"""
     expect_number(student.get("hand_weights"), WEIGHTS, what="hand_weights",
                   codes_by_value=[("scale-missing", UNSCALED_WEIGHTS), ("scale-by-dk", BY_DK_WEIGHTS)])
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_output(student):
     """加权输出"""
     expect_number(student.get("hand_output"), _out(WEIGHTS), what="hand_output",
@@ -56,7 +55,7 @@ def test_output(student):
                                   ("output-used-k", sum(w * k for w, k in zip(WEIGHTS, RAW)))])
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_masked_output(student):
     """屏蔽第三个 Key 后的输出"""
     kept = _softmax(SCALED[:2])

@@ -3,10 +3,10 @@
 The mask is the lesson's ``mask_demo``: a 4 x 4 causal mask and, in sample 1,
 two left-padded keys.  Expected values are computed from it here.
 """
-import pytest
 import torch
 
 from autograder.grading.assertions import CheckFailed, TensorSpec, expect_number, not_an_answer
+from autograder.grading.check_api import points
 from autograder.i18n import _
 
 PART = "empty_rows"
@@ -27,7 +27,7 @@ def _integer(value, name):
     return value
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_count_empty_rows(student):
     """mask_demo 中没有任何允许键的查询行数"""
     got = _integer(student.get("n_empty_rows"), "n_empty_rows")
@@ -36,7 +36,7 @@ def test_count_empty_rows(student):
                           [], {_("你的答案"): got})
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_fill_weight(student):
     """用 -1e9 代替 -inf 时，空行里每个权重的大小"""
     try:

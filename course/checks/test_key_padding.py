@@ -1,10 +1,10 @@
 """key_padding_to_attn_mask: [B, S] True = padding -> [B, 1, 1, S] True = attend."""
-import pytest
 import torch
 import torch.nn.functional as F
 
 from autograder.grading import cases
 from autograder.grading.assertions import CheckFailed, TensorSpec, expect_tensor, require_ok
+from autograder.grading.check_api import points
 from autograder.i18n import _
 
 PART = "key_padding_to_attn_mask"
@@ -17,14 +17,14 @@ def _kpm(rng, B=3, S=6):
     return torch.arange(S)[None, :] >= lengths[:, None]
 
 
-@pytest.mark.points(3)
+@points(3)
 def test_values_and_shape(student, rng):
     """取反并变形为 [B, 1, 1, S]"""
     kpm = _kpm(rng)
     expect_tensor(student.call(FN, kpm), (~kpm)[:, None, None, :], function=FN, args=(kpm,), what=_("转换后的掩码"))
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_works_with_sdpa(student, rng):
     """返回的掩码原样交给 F.scaled_dot_product_attention，输出正确"""
     kpm = _kpm(rng, B=2, S=5)

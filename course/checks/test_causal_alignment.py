@@ -2,10 +2,10 @@
 
 The expected counts come from the two masks themselves (first new query, i = 0).
 """
-import pytest
 import torch
 
 from autograder.grading.assertions import CheckFailed, TensorSpec, not_an_answer
+from autograder.grading.check_api import points
 from autograder.i18n import _
 
 PART = "causal_alignment"
@@ -23,7 +23,7 @@ def _integer(value, name):
     return value
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_top_left(student):
     """左上角对齐时第一个新查询能关注的键数"""
     got = _integer(student.get("n_keys_top_left"), "n_keys_top_left")
@@ -33,7 +33,7 @@ def test_top_left(student):
     raise CheckFailed(_("{name}：答案不对。{hint}").format(name="n_keys_top_left", hint=hint), [], {_("你的答案"): got})
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_bottom_right(student):
     """右下角对齐时第一个新查询能关注的键数"""
     got = _integer(student.get("n_keys_bottom_right"), "n_keys_bottom_right")

@@ -8,7 +8,6 @@ output off the device); data-dependent code that meta cannot run is not a
 bug and is not penalised.  Real CUDA runs are reported but worth 0 points,
 so a submission's score never depends on the grader's hardware.
 """
-import pytest
 import torch
 
 from autograder.grading import cases, composition, mutants, tolerances
@@ -22,6 +21,7 @@ from autograder.grading.assertions import (
     require_ok,
     text_codes,
 )
+from autograder.grading.check_api import points, skip
 from autograder.i18n import _
 from solutions import sdpa as ref
 
@@ -145,7 +145,7 @@ def _tensor_of(result):
     return attention_output(result.value)
 
 
-@pytest.mark.points(3)
+@points(3)
 def test_meta_device(student, rng, grading):
     """在输入所在的设备上计算（meta 设备代替 GPU）"""
     subcases = composition.SubCases(grading)
@@ -177,7 +177,7 @@ def test_meta_device(student, rng, grading):
     subcases.settle()
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_half_precision_keeps_dtype(student, rng, grading):
     """float16 / bfloat16 输入：每个函数的输出保持输入的 dtype"""
     calls = [c for c in _calls(rng) if any(isinstance(a, torch.Tensor) and a.is_floating_point() for a in c[1])]
@@ -236,7 +236,7 @@ def _rounding_of_known_mistakes(fn, args64, own, dtype):
     return found
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_half_precision_accuracy(student, rng, grading):
     """float16 / bfloat16 注意力与你自己的 float64 结果之差，不超过同精度参考实现的误差（乘以系数）"""
     q, k, v = cases.qkv(rng, batch=(2, 2), L=6, S=9, d_k=16, d_v=8)
@@ -281,11 +281,11 @@ def test_half_precision_accuracy(student, rng, grading):
     subcases.settle()
 
 
-@pytest.mark.points(0)
+@points(0)
 def test_cuda_when_present(student, rng, grading):
     """真实 GPU 上的检查（仅在评分机有 CUDA 时运行，不计分）"""
     if not grading.get("cuda"):
-        pytest.skip(_("评分机没有 CUDA"))
+        skip(_("评分机没有 CUDA"))
     q, k, v = cases.qkv(rng, batch=(2, 2), L=6, S=9, d_k=16, d_v=8)
     mask = cases.random_bool_mask(rng, (6, 9), full_row=3)
     for dtype in (torch.float32, torch.float16, torch.bfloat16):

@@ -1,8 +1,8 @@
 """Shape questions: B=2, H=4, L=5, S=7, d_k=8, d_v=16 cross-attention."""
-import pytest
 import torch
 
 from autograder.grading.assertions import CheckFailed, TensorSpec, not_an_answer
+from autograder.grading.check_api import points
 from autograder.i18n import _
 
 PART = "shapes"
@@ -24,28 +24,28 @@ def _expect_shape(student, name, want, wrong=()):
     raise CheckFailed(_("{name}：形状不对。").format(name=name), codes, {_("你的答案"): list(got)})
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_scores_shape(student):
     """分数的形状"""
     _expect_shape(student, "shape_scores", (2, 4, 5, 7), [("scores-transposed", (2, 4, 7, 5)),
                                                           ("assumes-square", (2, 4, 5, 5))])
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_weights_shape(student):
     """权重的形状"""
     _expect_shape(student, "shape_weights", (2, 4, 5, 7), [("scores-transposed", (2, 4, 7, 5)),
                                                            ("assumes-square", (2, 4, 7, 7))])
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_output_shape(student):
     """输出的形状"""
     _expect_shape(student, "shape_output", (2, 4, 5, 16), [("output-used-k", (2, 4, 5, 8)),
                                                            ("scores-transposed", (2, 4, 7, 16))])
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_padding_mask_shape(student):
     """SDPA 约定的 padding 掩码形状"""
     _expect_shape(student, "shape_padding_mask", (2, 1, 1, 7), [("padding-shape", (2, 7)),
@@ -53,7 +53,7 @@ def test_padding_mask_shape(student):
                                                                 ("padding-shape", (2, 7, 1, 1))])
 
 
-@pytest.mark.points(1)
+@points(1)
 def test_softmax_dim(student):
     """softmax 的维度"""
     value = student.get("softmax_dim")

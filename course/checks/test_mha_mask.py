@@ -3,9 +3,9 @@
 Options (the mha-mask-task cell of lesson/sdpa.zh.md): A allowed, B ~allowed (right),
 C allowed.float(), D allowed transposed.
 """
-import pytest
 
 from autograder.grading.assertions import CheckFailed, not_an_answer
+from autograder.grading.check_api import points
 from autograder.i18n import N_, _
 
 PART = "mha_mask"
@@ -17,7 +17,7 @@ WRONG = {
 }
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_mha_mask_answer(student):
     """把 SDPA 约定的布尔掩码交给 nn.MultiheadAttention"""
     value = student.get("mha_mask_answer")

@@ -4,9 +4,9 @@ Options (the why-scale-task cell of lesson/sdpa.zh.md): A unscaled weights grow 
 weights still saturate, C unscaled saturate and the gradient shrinks while
 scaled stay flat (right), D scaling leaves the gradient alone.
 """
-import pytest
 
 from autograder.grading.assertions import CheckFailed, not_an_answer
+from autograder.grading.check_api import points
 from autograder.i18n import N_, _
 
 PART = "why_scale"
@@ -18,7 +18,7 @@ WRONG = {
 }
 
 
-@pytest.mark.points(2)
+@points(2)
 def test_scale_answer(student):
     """从实验图读出缩放的作用"""
     value = student.get("scale_answer")

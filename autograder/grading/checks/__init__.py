@@ -1,1 +1,0 @@
-"""Hidden checks, one pytest module per graded part (never released)."""
