@@ -114,7 +114,7 @@ FUNCTIONS = (
     GradedFunction("scaled_dot_product_attention", ("q", "k", "v", "mask"),
                    axes=(("L", "D"), ("S", "D"), ("S", "E"), ("L", "S")), reference=references.sdpa,
                    equivalents=(references.sdpa_via_logsumexp,), models=ATTENTION_MODELS,
-                   variants=picked(lambda r: r), shape_codes=output_shape_codes,
+                   variants=picked(lambda r: r), shape_codes=output_shape_codes, computes_attention=True,
                    helpers=HELPERS),
 )
 

@@ -45,6 +45,9 @@ class GradedFunction:
     variants: Optional[Callable[[list, dict], Variants]] = None
     # (args, kwargs, the student's output) -> Variants: models whose constant is read from that output.
     fitted: Optional[Callable[[list, dict, object], Variants]] = None
+    # It computes attention: a built-in it reaches through an API the static scan cannot tell apart is charged
+    # as built-in attention (sdpa-builtin), not as a built-in softmax.
+    computes_attention: bool = False
     # (args, the shape of the student's wrong-shaped output) -> codes that shape alone shows.
     shape_codes: Optional[Callable[[list, Sequence], list[str]]] = None
     # A composite: the helpers it is made of, in order, each with its arguments built from the composite's

@@ -89,7 +89,8 @@ def test_points_table_is_the_source_notebook():
     notebook = _notebook_points()
     differ = {k: (listed.get(k), notebook.get(k)) for k in sorted(set(listed) | set(notebook))
               if listed.get(k) != notebook.get(k)}
-    assert not differ, (f"the points table of {POINTS_PAGE.relative_to(ROOT)} differs from the source notebook, "
+    assert not differ, (f"the points table of {POINTS_PAGE.relative_to(ROOT)} differs from the source notebook "
+                        f"(`make notebooks` writes it), "
                         f"grade_id: (docs, notebook): {differ}")
     total = re.search(r"Total: ([\d.]+) points, ([\d.]+) of them automatic", text)
     assert total, "the points page states no total"

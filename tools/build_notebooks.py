@@ -11,7 +11,9 @@ does only what jupytext does not:
   perfect student submits;
 - an automatically graded cell's points are not written in the lesson: they are
   the sum of its part's check weights (``check_api.part_points``), the one
-  place a part's points are declared.  Hand-graded cells keep theirs in the lesson.
+  place a part's points are declared.  Hand-graded cells keep theirs in the lesson;
+- the points table of ``docs/instructor/grading.md`` (each graded cell's points,
+  the total) is written from the built notebook, so it cannot drift either.
 
 ``tests/test_course_layout.py`` checks that the editions have the same cells, and
 that the Chinese edition's solution cells are ``solutions/sdpa.py``, verbatim.
@@ -30,7 +32,7 @@ import nbformat
 
 from autograder.grading.check_api import part_points
 from autograder.notebook.cells import is_test_cell, part_of
-from autograder.notebook.editions import EDITIONS, METADATA_KEY, lesson_file
+from autograder.notebook.editions import COURSE, EDITIONS, METADATA_KEY, lesson_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,13 +85,39 @@ def render(nb):
     return nbformat.writes(nb) + "\n"
 
 
+POINTS_PAGE = ROOT / "docs" / "instructor" / "grading.md"
+
+
+def points_page(nb, page):
+    """`page` with its points table's points, its rows (one per graded cell of `nb`, in order; a new cell's
+    part named by its grade_id until someone describes it) and its totals taken from `nb`."""
+    graded = [c.metadata["nbgrader"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    lines = page.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| grade_id |"))
+    end = next((i for i in range(start + 2, len(lines)) if not lines[i].startswith("|")), len(lines))
+    described = {}
+    for line in lines[start + 2:end]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        described[cells[0].strip("`")] = cells[1]
+    rows = [f"| `{m['grade_id']}` | {described.get(m['grade_id'], m['grade_id'])} | {m['points']:g} |"
+            for m in graded]
+    total = sum(m["points"] for m in graded)
+    automatic = sum(m["points"] for m in graded if not m.get("solution"))
+    text = "\n".join([*lines[:start + 2], *rows, *lines[end:]]) + "\n"
+    text = re.sub(r"The notebook is worth [\d.]+ points", f"The notebook is worth {total:g} points", text)
+    return re.sub(r"Total: [\d.]+ points, [\d.]+ of them automatic",
+                  f"Total: {total:g} points, {automatic:g} of them automatic", text)
+
+
 def targets():
-    """{path: content} of every notebook the lessons build."""
+    """{path: content} of every notebook the lessons build, and of the docs' points table."""
     out, points = {}, part_points()
     for assignment in EDITIONS:
         source = build_source(assignment, points)
         out[source_path(assignment)] = render(source)
         out[solution_path(assignment)] = render(solution_notebook(source))
+    out[POINTS_PAGE] = points_page(build_source(COURSE, points),
+                                   POINTS_PAGE.read_text(encoding="utf-8"))
     return out
 
 

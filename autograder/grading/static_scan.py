@@ -27,6 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from course import FUNCTIONS
+
 from ..i18n import _
 from .scan_ast import (
     GetattrAsAttribute,
@@ -60,7 +62,8 @@ from .scan_policy import (
 )
 from .scan_review import RECORDED, ReviewRules
 
-ATTENTION_FUNCTIONS = ("scaled_dot_product_attention", "fixed_attention")
+# The graded functions that compute attention (the course's `computes_attention`).
+ATTENTION_FUNCTIONS = tuple(name for name, f in FUNCTIONS.items() if f.computes_attention)
 
 
 @dataclass(frozen=True)
