@@ -83,6 +83,7 @@ def _stands(root: Path, code: str) -> subprocess.CompletedProcess:
 def copy(tmp_path_factory):
     root = course.make_course(tmp_path_factory.mktemp("adding") / "course")
     shutil.copytree(ROOT / "catalogue", root / "catalogue", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "babel.cfg", root / "babel.cfg")  # where `make messages` looks for message ids
     return root
 
 

@@ -9,7 +9,6 @@ the workers share.  Submissions and results travel as {relative path: (bytes, mo
 """
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import os
@@ -19,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
+from ..notebook.submission import files
 from .coursedir import sqlite_path, step_dir
 
 if TYPE_CHECKING:
@@ -26,23 +26,12 @@ if TYPE_CHECKING:
 
 
 def read_tree(top: Union[str, os.PathLike], ignore: Iterable[str] = ()) -> dict[str, tuple[bytes, int]]:
-    """{relative path: (bytes, mode)} of the files under `top`."""
-    files = {}
-    for dirname, dirnames, filenames in os.walk(top):
-        dirnames[:] = sorted(d for d in dirnames if not _ignored(d, ignore))
-        for name in sorted(filenames):
-            if _ignored(name, ignore):
-                continue
-            path = os.path.join(dirname, name)
-            if os.path.islink(path) or not os.path.isfile(path):
-                continue
-            with open(path, "rb") as f:
-                files[os.path.relpath(path, top)] = (f.read(), os.stat(path).st_mode & 0o777)
-    return files
-
-
-def _ignored(name, patterns):
-    return any(fnmatch.fnmatch(name, p) for p in patterns)
+    """{relative path: (bytes, mode)} of the files under `top` (``notebook.submission.files``)."""
+    out = {}
+    for rel, path in files(top, ignore):
+        with open(path, "rb") as f:
+            out[rel] = (f.read(), os.stat(path).st_mode & 0o777)
+    return out
 
 
 def write_tree(top: Union[str, os.PathLike], files: Mapping[str, tuple[bytes, int]]) -> None:

@@ -130,6 +130,20 @@ class Importer:
             self._save_written(result["student"], written)
         return True
 
+    def save_refused(self, student: str) -> None:
+        """Leave a submission refused before grading (``notebook.submission``) as stock leaves one its first step
+        refused: its autograded/ folder gone, the student and the submission in the gradebook, nothing graded."""
+        import warnings
+
+        from nbgrader.api import Gradebook
+
+        self._unpublish(student)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
+                self._submission_rows(gb, student)
+                gb.db.commit()
+
     def _unpublish(self, student):
         dest = step_dir(self.coursedir, self.coursedir.autograded_directory, student, self.assignment)
         if os.path.exists(dest):

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, TextIO, Union
 
+from ..notebook.submission import SubmissionRefused, check_folder
 from .bundle import make_bundle, read_tree
 from .coursedir import (
     ASSIGNMENT,
@@ -59,7 +60,6 @@ from .local_workers import LocalWorker, remove_stale_worker_dirs, start_zygotes,
 from .worker import collector_paused, sandbox_or_refuse, warm_parent
 
 LOCK = ".sdpa-course.lock"
-MAX_SUBMISSION_BYTES = 64 * 2**20
 
 __all__ = ["ASSIGNMENT", "DEFAULT_TIMEOUT", "Autograder", "CourseError", "Summary", "autograde"]
 
@@ -159,11 +159,8 @@ class Autograder:
 
     def _task(self, student):
         path = step_dir(self.app.coursedir, self.app.coursedir.submitted_directory, student, self.assignment)
-        files = read_tree(path, self.app.coursedir.ignore)
-        size = sum(len(data) for data, _ in files.values())
-        if size > MAX_SUBMISSION_BYTES:
-            raise ValueError(f"submission is {size / 2**20:.0f} MiB (limit {MAX_SUBMISSION_BYTES // 2**20} MiB)")
-        return {"student": student, "files": files}
+        check_folder(path, self.app.coursedir.ignore, os.path.relpath(path, self.course))
+        return {"student": student, "files": read_tree(path, self.app.coursedir.ignore)}
 
     def run(self) -> Summary:
         started = time.perf_counter()
@@ -255,6 +252,14 @@ class Autograder:
     def _task_or_failure(self, student, importer, summary):
         try:
             return self._task(student)
+        except SubmissionRefused as exc:
+            reason = str(exc)
+            try:
+                importer.save_refused(student)  # what stock leaves when its first step refuses the submission
+            except Exception as error:  # noqa: BLE001 - reported with the refusal
+                reason += f" (and its gradebook entries could not be saved: {reason_of(error)})"
+            self._handle(failure_result(student, reason), importer, summary)
+            return None
         except (OSError, ValueError) as exc:
             self._handle(failure_result(student, f"cannot read the submission: {exc}"), importer, summary)
             return None

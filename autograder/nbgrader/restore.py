@@ -7,13 +7,15 @@ edited points or metadata are discarded.  The notebook's own metadata is the
 release's, and an added cell keeps only its source, its attachments and the
 metadata Jupyter writes (`_added_cell`): the feedback page and formgrader print
 metadata into the page (``language_info`` as the code's CSS class, tags as the
-cell's), where a student's would restyle or overlay it.  Before that, a notebook
-whose own metadata names the other edition (renamed into this one's folder) is
-refused (`MisplacedEdition`), with where to move it.
+cell's), where a student's would restyle or overlay it.  Before that, a
+submission over the size both commands accept is refused (``notebook/submission.py``),
+and a notebook whose own metadata names the other edition (renamed into this
+one's folder) is refused (`MisplacedEdition`), with where to move it.
 """
 from __future__ import annotations
 
 import copy
+import os
 import re
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ..notebook.cells import CellError, grade_id, is_answer_cell
 from ..notebook.editions import misplaced
+from ..notebook.submission import check_folder
 
 # cell metadata Jupyter itself writes, each with the values nbformat's schema allows; nothing a page
 # prints as markup (tags are filtered, below).  Any other key, or a value of another type, is dropped.
@@ -127,6 +130,10 @@ class RestoreNotebookStructure(NbGraderPreprocessor):
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         info = resources.get("nbgrader", {})
+        folder = resources.get("metadata", {}).get("path")
+        if folder:  # the submission as stock reads it: refused over the size sdpa-course refuses too
+            coursedir = CourseDirectory(parent=self)
+            check_folder(folder, coursedir.ignore, os.path.relpath(folder, coursedir.root))
         wrong_place = misplaced(nb.metadata, info.get("assignment"), f"{info.get('notebook', 'the notebook')}.ipynb")
         if wrong_place:  # the other edition's notebook, renamed: its answers would be graded in the wrong words
             raise MisplacedEdition(wrong_place)

@@ -19,6 +19,7 @@ from autograder import cli
 from autograder import report as reportlib
 from autograder.batch import importer, local_workers, run
 from autograder.demo import course
+from autograder.notebook.submission import MAX_SUBMISSION_BYTES
 from benchmarks import graders as bench_graders
 from tests.support.points import AUTOMATIC, TOTAL
 
@@ -346,12 +347,28 @@ def _stock_failed(proc):
 
 
 def _submit_files(root, student, files, timestamp):
+    """`files`: {name: bytes}, or {name: {name: bytes}} for a folder."""
     folder = Path(root) / "submitted" / student / course.ASSIGNMENT
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for name, data in files.items():
-        (folder / name).write_bytes(data)
+        if isinstance(data, dict):
+            (folder / name).mkdir()
+            for inner, inner_data in data.items():
+                (folder / name / inner).write_bytes(inner_data)
+        else:
+            (folder / name).write_bytes(data)
     (folder / "timestamp.txt").write_text(timestamp)
+
+
+def _with_output(notebook: bytes, size: int) -> bytes:
+    """`notebook` with one cell's output printed out to `size` bytes in all."""
+    import nbformat
+
+    nb = nbformat.reads(notebook.decode("utf-8"), as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * max(0, size - len(notebook)))]
+    return nbformat.writes(nb).encode("utf-8")
 
 
 def _has_autograded(root, student):
@@ -378,6 +395,9 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
         "json-list": {"sdpa.ipynb": b"[]"},
         "json-object": {"sdpa.ipynb": b"{}"},
         "other-name": {"answers.ipynb": good},  # nbgrader creates the submission, then finds no known notebook
+        # over the size both commands accept (a notebook's outputs: MAX_SUBMISSION_BYTES)
+        "too-large": {"sdpa.ipynb": _with_output(good, MAX_SUBMISSION_BYTES + 2**20)},
+        "notebook-folder": {"sdpa.ipynb": {"sdpa.ipynb": good}},  # a folder where the notebook belongs
     }
     submissions = dict(unreadable, **{
         "correct-reference": {"sdpa.ipynb": good},
@@ -422,6 +442,11 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
     assert "sdpa.ipynb is the sdpa_en edition's notebook (its metadata says so)" in failed["renamed-edition"]
     assert "move it to submitted/<student>/sdpa_en/sdpa_en.ipynb" in failed["renamed-edition"]
     assert "sdpa.ipynb is the sdpa_en edition's notebook (its metadata says so)" in stock_run.stderr
+    for student, rule in (("too-large", "MiB a submission may hold"), ("notebook-folder", "is a folder, not a")):
+        where = f"submitted/{student}/sdpa"
+        assert where in failed[student] and rule in failed[student], failed[student]
+        assert "/tmp/" not in failed[student].replace(str(cli_root), ""), failed[student]  # no worker's path
+    assert "Clear its outputs" in failed["too-large"] and "Clear its outputs" in stock_run.stderr
     assert f"graded 2, skipped 0 (already graded), failed {len(failed)} " in ours.stdout, ours.stdout
     entries = _entries(cli_root)
     assert "no-notebook" not in entries
