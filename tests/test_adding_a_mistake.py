@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from babel.messages.pofile import read_po, write_po
+from babel.messages.pofile import read_po
 
 from autograder.demo import course
 from autograder.demo.submissions import Sample
 from tests.support.grading import FAST_LIMITS, grading_report
+from tools import messages
 
 pytestmark = pytest.mark.slow
 
@@ -69,8 +70,7 @@ def _translate(root: Path) -> None:
         if message.id and not message.string:
             assert message.id in ENGLISH, f"an id this test did not add arrived untranslated: {message.id!r}"
             message.string = ENGLISH[message.id]
-    with po.open("wb") as handle:
-        write_po(handle, catalog, width=0)
+    po.write_bytes(messages._text(catalog))  # written as `make messages` writes it
 
 
 def _stands(root: Path, code: str) -> subprocess.CompletedProcess:
