@@ -10,12 +10,13 @@ student reads it (the English catalog), so the page cannot drift from the course
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from autograder.grading.misconceptions import CATALOGUE
 from autograder.i18n import gettext, using
+
+from . import generated_page
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "design" / "misconceptions.md"
 BEGIN = "<!-- the codes: written by `python -m tools.misconception_reference` -->"
@@ -38,18 +39,8 @@ def render(page: str) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when the page is stale; write nothing")
-    args = parser.parse_args(argv)
-    page = PAGE.read_text(encoding="utf-8")
-    fresh = render(page)
-    if args.check:
-        if fresh != page:
-            print(f"{PAGE} is stale: run `python -m tools.misconception_reference`", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(fresh, encoding="utf-8")
-    return 0
+    return generated_page.main("tools.misconception_reference", __doc__, PAGE, render(PAGE.read_text(encoding="utf-8")),
+                               argv)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,13 @@ when the page is stale.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from autograder.nbgrader.execute import SandboxedExecute
 from autograder.nbgrader.trusted_scoring import TrustedScoring
+
+from . import generated_page
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "instructor" / "settings.md"
 CLASSES = (SandboxedExecute, TrustedScoring)
@@ -43,19 +44,7 @@ def render() -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.settings_reference", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="exit 1 when the page is stale, writing nothing")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        if not PAGE.exists() or PAGE.read_text(encoding="utf-8") != text:
-            print(f"{PAGE.relative_to(PAGE.parents[2])} is stale: run `python -m tools.settings_reference`",
-                  file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text, encoding="utf-8")
-    return 0
+    return generated_page.main("tools.settings_reference", __doc__, PAGE, render(), argv)
 
 
 if __name__ == "__main__":
