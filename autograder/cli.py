@@ -200,6 +200,11 @@ def _autograde(args, course, extra):
     if summary.failed:
         print(f"failed submissions have no autograded/ folder; fix them (or the grader) and run "
               f"`{PROG} autograde {args.assignment}` again — graded ones are skipped")
+    if summary.disk_full:
+        left = summary.total - graded - len(summary.skipped) - len(summary.failed)
+        print(f"{PROG}: error: the disk is full ({summary.disk_full}); stopped: {graded} graded and saved, {left} "
+              f"not graded — free space on the disk of {course} and run the same command again", file=sys.stderr)
+        return 2
     if summary.interrupted:
         left = summary.total - graded - len(summary.skipped) - len(summary.failed)
         print(f"interrupted: {graded} graded and saved, {left} not graded — run the same command again to "

@@ -74,9 +74,22 @@ class Summary:
     failed: list = field(default_factory=list)  # Failure
     wall: float = 0.0
     interrupted: bool = False
+    disk_full: str = ""  # what could not be written when the disk filled up: the run stopped there
     workers: int = 0
     runners: collections.Counter = field(default_factory=collections.Counter)  # source -> submissions
 
+
+
+class DiskFull(Exception):
+    """A write failed for want of space: going on would fail every later student the same way."""
+
+
+# How a full disk (or quota) shows: errno ENOSPC / EDQUOT, SQLite's own words, or a worker's reason that quotes them.
+_FULL = ("No space left on device", "Disk quota exceeded", "database or disk is full")
+
+
+def _disk_full(text: str) -> bool:
+    return any(words in text for words in _FULL)
 
 
 class _Lock:
@@ -212,6 +225,8 @@ class Autograder:
                     self._run_local(todo, bundle, importer, summary, early)
             except KeyboardInterrupt:
                 summary.interrupted = True
+            except DiskFull as exc:
+                summary.disk_full = str(exc)
             finally:
                 if threading.current_thread() is threading.main_thread():
                     signal.signal(signal.SIGTERM, previous)
@@ -226,6 +241,8 @@ class Autograder:
             try:
                 score, max_score = importer.save(result)
             except Exception as exc:  # noqa: BLE001 - e.g. a locked or corrupt gradebook
+                if _disk_full(reason_of(exc)):
+                    raise DiskFull(f"saving {student}'s grades: {reason_of(exc)}") from exc
                 result = dict(result, ok=False, failure={"notebook": (result["notebooks"] or ["-"])[0] + ".ipynb",
                                                          "cell": None, "reason": reason_of(exc),
                                                          "stage": "saving to the gradebook"})
@@ -239,6 +256,8 @@ class Autograder:
                 return
         info = result.get("failure") or {}
         reason = info.get("reason") or "unknown error"
+        if _disk_full(reason):  # the worker could not write its own copy of the course
+            raise DiskFull(f"grading {student}: {reason}")
         try:
             importer.save_failed(result)  # what stock nbgrader leaves for a submission it failed on
         except Exception as exc:  # noqa: BLE001 - as above

@@ -484,3 +484,35 @@ def test_check_of_a_held_notebook_prints_no_automatic_score():
     partly = _feedback_text({"cells": []}, {"cells": [report["cells"][0]]}, cells,
                             {"softmax-check": None, "scale_scores-check": 0.0}, 1.0)
     assert "automatic score: 0 / 17" in partly  # a part that earned nothing is not held: it counts 0
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_the_run_at_the_first_failed_write(released, built, tmp_path, capsys, monkeypatch):
+    """One line, exit 2, what was saved kept; the same command afterwards grades the rest."""
+    import errno
+
+    students = ["correct-reference", *STUDENTS[:2]]
+    root = tmp_path / "course"
+    shutil.copytree(released, root)
+    for student in students:
+        course.submit(root, student, built.get(student) or built["correct-reference"])
+    real_save, saves = importer.Importer.save, []
+
+    def save_then_full(self, result):
+        saves.append(result["student"])
+        if len(saves) > 1:  # the second write finds the disk full
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "autograded")
+        return real_save(self, result)
+
+    monkeypatch.setattr(importer.Importer, "save", save_then_full)
+    capsys.readouterr()
+    code = cli.main(["--course", str(root), "autograde", "--workers", "1", *LIMITS])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("sdpa-course: error:")]
+    assert code == 2 and len(lines) == 1, err
+    assert "the disk is full" in lines[0] and "1 graded and saved, 2 not graded" in lines[0], lines[0]
+    assert "free space" in lines[0] and "Traceback" not in err
+    assert _graded(root) == [saves[0]]  # the first one's grades and folder are kept
+    monkeypatch.setattr(importer.Importer, "save", real_save)
+    assert cli.main(["--course", str(root), "autograde", "--workers", "1", *LIMITS]) == 0
+    assert _graded(root) == sorted(students)
