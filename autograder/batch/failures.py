@@ -86,7 +86,7 @@ def _misplaced_edition(exc, files):
         return None
     edition = others[0]
     return (f"the submission holds {edition}.ipynb, the notebook of the {edition} edition, and none of this "
-            f"assignment: move it to submitted/<student>/{edition}/ and grade it as {edition}")
+            f"assignment: {editions.move_to(edition, '')}")
 
 
 def _reason_from_log(lines):

@@ -48,7 +48,13 @@ def misplaced(metadata, assignment: Optional[str], filename: str) -> Optional[st
     if declared is None or assignment not in EDITIONS or declared == assignment:
         return None
     return (f"{filename} is the {declared} edition's notebook (its metadata says so), submitted as {assignment}: "
-            f"move it to submitted/<student>/{declared}/{declared}.ipynb and grade it as {declared}")
+            f"{move_to(declared, f'{declared}.ipynb')}")
+
+
+def move_to(edition: str, target: str) -> str:
+    """The instruction for a notebook of `edition` found in another edition's folder (`target`: where in the
+    student's folder of that edition it goes)."""
+    return f"move it to submitted/<student>/{edition}/{target} and grade it as {edition}"
 
 
 def edition_of(notebook: str) -> Optional[str]:
