@@ -267,7 +267,7 @@ def explain(student, q, k, v, mask, result, weights: bool = True, what: str = ""
             failure.unexplained += new
             if new:
                 failure.message += _("（用到的 {helpers} 在这里的输出不对，评分程序认不出是哪种误解；"
-                                     "已标记给助教审阅。）").format(helpers="、".join(new))
+                                     "已标记给助教审阅。）").format(helpers=_("、").join(new))
         return None
     if composed is None or not (composed.codes or composed.unexplained) or not _matches(result, composed, weights):
         return None
@@ -277,7 +277,7 @@ def explain(student, q, k, v, mask, result, weights: bool = True, what: str = ""
     if composed.codes:
         messages.append(_("{what}与 PyTorch 的结果不同，但差异全部来自 {helpers} 中的 {codes}（在它所在的部分扣分）；"
                           "按你自己的函数组合，这一步是对的，不重复扣分。").format(
-            what=what, helpers="、".join(composed.helpers), codes="".join(f"[{c}]" for c in composed.codes)))
+            what=what, helpers=_("、").join(composed.helpers), codes="".join(f"[{c}]" for c in composed.codes)))
     if composed.unexplained:
         messages.append(unexplained_message(what, composed.unexplained))
     return ExplainedElsewhere("\n".join(messages), composed.codes, composed.helpers, groups=composed.groups,
@@ -288,7 +288,7 @@ def unexplained_message(what: str, helpers: list) -> str:
     """What a composite check says when its difference comes from helpers no known misconception explains."""
     return _("{what}与 PyTorch 的结果不同，差异来自 {helpers} 的输出，但评分程序认不出是哪种误解：按你自己的函数"
              "组合，这一步是对的，只在 {helpers} 自己的部分扣分；已标记给助教审阅。").format(
-        what=what, helpers="、".join(helpers))
+        what=what, helpers=_("、").join(helpers))
 
 
 def explain_result(student, grading: dict, result, q, k, v, mask, weights: bool, what: str,

@@ -85,7 +85,7 @@ def _credit_note(check, first: bool) -> str:
         return _("同上：差异来自 {codes}，在那个错误所在的部分扣分。").format(
             codes=" ".join(f"[{c}]" for c in check.charged_elsewhere))
     return _("同上：差异来自 {helpers} 的输出，只在那里扣分；已标记给助教审阅。").format(
-        helpers="、".join(check.unexplained))
+        helpers=_("、").join(check.unexplained))
 
 
 def _credited(check) -> bool:
@@ -199,7 +199,7 @@ def unexplained_notes(results: dict, cell_of) -> list[dict]:
         charged = list(dict.fromkeys(check.part for check in checks if not check.passed))
         detail = _("{helper} 的输出与 PyTorch 不同，但不是任何已知的误解：别处有 {kept} 项检查按学生自己的函数组合"
                    "保留了分数，{charged} 项检查扣了分（{parts}）。请读这段代码，必要时给误解目录补一条。").format(
-            helper=helper, kept=kept, charged=len(checks) - kept, parts="、".join(charged) or _("无"))
+            helper=helper, kept=kept, charged=len(checks) - kept, parts=_("、").join(charged) or _("无"))
         notes.append({"cell": cell_of(("call", helper)), "line": 0, "category": "unexplained-difference",
                       "holds": False, "detail": detail})
     return notes

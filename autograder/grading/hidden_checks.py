@@ -265,7 +265,7 @@ def _charge_unexplained(check: CheckResult, helpers: list) -> None:
     """Withdraw a check's credit for a difference no known misconception explains, whose helper's part did
     not lose enough to pay for it."""
     note = _("差异来自 {helpers} 的输出（评分程序认不出是哪种误解），但 {helpers} 自己的检查扣的分抵不了这一项，"
-             "所以在这里扣分；已标记给助教审阅。").format(helpers="、".join(helpers))
+             "所以在这里扣分；已标记给助教审阅。").format(helpers=_("、").join(helpers))
     _withdraw(check, [], note)
 
 

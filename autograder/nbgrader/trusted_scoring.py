@@ -101,7 +101,9 @@ class TrustedScoring(NbGraderPreprocessor):
         held = code_review.held_parts(results, review)
         _locate_events(nb, state.positions, session.events, info)
         for note in review:
-            log.warning("%s/%s needs review: %s", info.get("student"), info.get("notebook"), note)
+            log.warning("%s/%s needs review (cell %s, %s%s): %s", info.get("student"), info.get("notebook"),
+                        note.get("cell"), note.get("category"), "; its points are held" if note.get("holds") else "",
+                        note.get("detail"))
         report = {"student": info["student"], "assignment": info["assignment"], "notebook": info["notebook"],
                   "sandbox": {"isolated": session.status.isolated, "mechanism": session.status.mechanism},
                   "events": session.events, "review": review, "seconds": session.elapsed(),
