@@ -41,7 +41,7 @@ def main(args) -> int:
     named = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = course.make_course(Path(args.keep or tmp) / "course")
-        grades, seconds, _ = course.grade_samples(root, catalogue.CATALOGUE)
+        grades, seconds, _, _ = course.grade_samples(root, catalogue.CATALOGUE)
         rows, tally = [], {}
         for sample in catalogue.CATALOGUE:
             cells = grades.get(sample.name, {})

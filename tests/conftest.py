@@ -36,4 +36,5 @@ def graded_course(tmp_path_factory):
     where = {sample.name: root for root, half in zip(roots, halves) for sample in half}
     grades = {student: cells for result in done for student, cells in result[0].items()}
     return {"roots": roots, "root_of": where.__getitem__, "grades": grades,
-            "seconds": [result[1] for result in done], "autograde": [result[2] for result in done]}
+            "seconds": [result[1] for result in done], "autograde": [result[2] for result in done],
+            "feedback": [result[3] for result in done]}

@@ -101,7 +101,7 @@ def test_a_mistake_added_by_the_guide_is_named_and_charged_in_its_home_part_only
     assert stands.returncode == 0, stands.stdout + stands.stderr
     source = re.search(r'"""\n(def scale_scores.*?)"""', mistake, flags=re.S)[1]
     sample = Sample(f"bug-{NEW}", "bug", "partial", {"scale_scores": "\n" + source}, codes=(NEW,))
-    grades, _seconds, autograde = course.grade_samples(copy, [sample], *FAST_LIMITS)
+    grades, _seconds, autograde, _feedback = course.grade_samples(copy, [sample], *FAST_LIMITS)
     cells = grades.get(sample.name)
     assert cells, autograde.stderr[-3000:]
     lost = {cell for cell, (score, top) in cells.items() if score is None or score < top}

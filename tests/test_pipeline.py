@@ -104,6 +104,13 @@ def test_stock_autograde_prints_no_gradebook_noise_and_a_line_per_student(graded
     assert recorded and recorded == set(lines)
 
 
+def test_generate_feedback_prints_nothing_when_all_is_well(graded_course):
+    """Stock `generate_feedback` over the whole catalogue at WARN level: nothing for an instructor to wonder about
+    (it used to warn, for every run, that a step did not recognise an option of nbconvert's HTML exporter)."""
+    for proc in graded_course["feedback"]:
+        assert proc.returncode == 0 and proc.stderr.strip() == "" and proc.stdout.strip() == "", proc.stderr[-2000:]
+
+
 def test_export_matches_gradebook(graded_course):
     rows = {r["student_id"]: r for root in graded_course["roots"] for r in csv.DictReader(open(root / "grades.csv"))}
     assert set(rows) == {s.name for s in catalogue.CATALOGUE}

@@ -99,10 +99,10 @@ def grading_report(course: Union[str, os.PathLike], student: str) -> dict:
 
 def grade_samples(course: Union[str, os.PathLike], catalogue: Iterable[Sample],
                   *autograde_args: str) -> tuple[dict[str, dict[str, tuple[Optional[float], float]]], float,
-                                                 subprocess.CompletedProcess]:
+                                                 subprocess.CompletedProcess, subprocess.CompletedProcess]:
     """Release, submit every sample, autograde, give feedback, export: like an instructor.
 
-    Returns (grades, autograde seconds, the autograde CompletedProcess).
+    Returns (grades, autograde seconds, the autograde and the generate_feedback CompletedProcess).
     """
     import time
 
@@ -113,6 +113,6 @@ def grade_samples(course: Union[str, os.PathLike], catalogue: Iterable[Sample],
     started = time.perf_counter()
     autograde = nbgrader(course, "autograde", ASSIGNMENT, *autograde_args, check=False)
     seconds = time.perf_counter() - started
-    nbgrader(course, "generate_feedback", ASSIGNMENT, check=False)
+    feedback = nbgrader(course, "generate_feedback", ASSIGNMENT, check=False)
     nbgrader(course, "export")
-    return grades(course), seconds, autograde
+    return grades(course), seconds, autograde, feedback

@@ -40,7 +40,6 @@ def pipelines() -> dict[str, list[type]]:
     from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (
         AssignLatePenalties,
-        ClearHiddenTests,
         ClearOutput,
         DeduplicateIds,
         IgnorePattern,
@@ -50,6 +49,7 @@ def pipelines() -> dict[str, list[type]]:
 
     from .awaiting_grades import GetGradesShowingAwaiting
     from .execute import SandboxedExecute
+    from .feedback_page import ClearHiddenChecks
     from .held_for_review import SaveAutoGradesWithHolds
     from .metadata import CompiledCheckCellMetadata
     from .overwrite_cells import OverwriteGradedCells
@@ -65,7 +65,7 @@ def pipelines() -> dict[str, list[type]]:
                                               AssignLatePenalties, CompiledCheckCellMetadata],
         # Feedback shows the student's notebook, never the hidden-check regions; a grade a person has yet to
         # give reads "awaiting your instructor's grade", not 0.
-        "GenerateFeedback.preprocessors": [GetGradesShowingAwaiting, ClearHiddenTests, CSSHTMLHeaderPreprocessor],
+        "GenerateFeedback.preprocessors": [GetGradesShowingAwaiting, ClearHiddenChecks, CSSHTMLHeaderPreprocessor],
     }
 
 

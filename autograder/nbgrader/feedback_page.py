@@ -15,7 +15,8 @@ import re
 from pathlib import Path
 
 from nbconvert.exporters import HTMLExporter
-from traitlets import default
+from nbgrader.preprocessors import ClearHiddenTests
+from traitlets import List, default
 
 from .. import i18n
 from ..i18n import N_, _
@@ -32,6 +33,14 @@ LABELS = {
     "awaiting": N_("（等待助教评分，满分 {max}）"),
 }
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+
+
+class ClearHiddenChecks(ClearHiddenTests):
+    """nbgrader's ClearHiddenTests, quiet: nbconvert's HTML exporter configures `display_data_priority` for every
+    step, and nbgrader's step declares that option without accepting it from configuration, so each
+    `generate_feedback` warned "Config option `display_data_priority` not recognized" to no purpose."""
+
+    display_data_priority = List(ClearHiddenTests.display_data_priority.default_value).tag(config=True)
 
 
 def part_labels(nb):
