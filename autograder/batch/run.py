@@ -30,6 +30,7 @@ How fast, and where a submission's time goes: ``make bench`` and
 from __future__ import annotations
 
 import collections
+import json
 import multiprocessing
 import os
 import signal
@@ -41,6 +42,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, TextIO, Union
 
+from ..grading import record
 from ..notebook.submission import SubmissionRefused, check_folder
 from .bundle import make_bundle, read_tree
 from .coursedir import (
@@ -250,7 +252,7 @@ class Autograder:
                 seconds = result.get("seconds") or 0.0
                 summary.graded.append((student, score, max_score, seconds))
                 summary.runners[result.get("runners") or "fresh"] += 1
-                self.say(f"{prefix} {seconds:.1f}s {score:g}/{max_score:g}")
+                self.say(f"{prefix} {seconds:.1f}s {_points_line(result, score, max_score)}")
                 if self.verbose and result.get("log"):
                     self.say(_indent(result["log"]))
                 return
@@ -405,6 +407,20 @@ class Autograder:
 
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
+
+
+def _points_line(result: dict, score: float, max_score: float) -> str:
+    """What stock `nbgrader autograde` prints for the student ("100 / 105 automatic points; codes …"), read from
+    the grading record the worker wrote; the gradebook's score over its total (written answers included, which
+    no machine grades) only when there is no record."""
+    lines = []
+    for rel, (data, _mode) in sorted((result.get("files") or {}).items()):
+        if rel.endswith(record.SUFFIX):
+            try:
+                lines.append(record.points_summary(json.loads(data)))
+            except (ValueError, AttributeError):
+                continue
+    return "; ".join(lines) or f"{score:g}/{max_score:g}"
 
 
 def _indent(text):

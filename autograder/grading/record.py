@@ -41,12 +41,16 @@ def held_points(record: dict) -> dict[str, float]:
 
 
 def summary_line(record: dict) -> str:
-    """One line for the instructor's terminal: the student, the automatic points counted, the codes named,
-    the notes for review and the cells held for a person."""
+    """One line for the instructor's terminal: the student, then `points_summary`."""
+    return f"{record.get('student')}: {points_summary(record)}"
+
+
+def points_summary(record: dict) -> str:
+    """The automatic points counted, the codes named, the notes for review and the cells held for a person."""
     cells = [c for c in record.get("cells", []) if isinstance(c, dict)]
     counted = sum(float(c.get("points") or 0) for c in cells if not c.get("held"))
     top = sum(float(c.get("max_points") or 0) for c in cells)
-    line = f"{record.get('student')}: {counted:g} / {top:g} automatic points"
+    line = f"{counted:g} / {top:g} automatic points"
     codes = codes_named(record)
     line += f"; codes {' '.join(codes)}" if codes else "; no misconception named"
     review = record.get("review") or []
