@@ -30,6 +30,7 @@ from .batch.coursedir import ASSIGNMENT, CourseError, load_app, sqlite_path, ste
 from .grading import record
 from .i18n import _
 from .notebook import editions
+from .notebook.cells import number as cell_number
 
 CHARTS = ("score_histogram.png", "pass_rate.png", "misconceptions.png", "slowest.png")
 SLOWEST = 10
@@ -299,7 +300,8 @@ def _cell_label(data, grade_id):
 STYLE = """body{font-family:system-ui,"Noto Sans CJK SC",sans-serif;max-width:980px;margin:24px auto;padding:0 12px;
 color:#222}
 table{border-collapse:collapse;margin:8px 0 24px}
-td,th{border-bottom:1px solid #ddd;padding:3px 10px;text-align:left}
+td,th{border-bottom:1px solid #ddd;padding:3px 10px;text-align:left}th{white-space:nowrap}
+td code{overflow-wrap:anywhere}
 td.n{text-align:right;font-variant-numeric:tabular-nums}img{max-width:100%;border:1px solid #eee}
 a{color:#1a4f8b}.grid{display:grid;grid-template-columns:1fr 1fr;gap:12px}"""
 
@@ -342,7 +344,7 @@ def _html(data):
     holds = {False: _("否"), True: _("是")}
     review = "".join(
         f"<tr><td>{esc(r.student)}</td>"
-        f"<td class=n>{esc(str(note.get('cell', 0) + 1))}:{esc(str(note.get('line')))}</td>"
+        f"<td class=n>{esc(str(cell_number(note.get('cell', 0))))}:{esc(str(note.get('line')))}</td>"
         f"<td>{esc(str(note.get('category')))}</td><td><code>{esc(str(note.get('detail')))}</code></td>"
         f"<td>{esc(holds[bool(note.get('holds'))])}</td></tr>"
         for r in data.students for note in r.review)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..notebook import editions
-from ..notebook.cells import CellError, grade_id
+from ..notebook.cells import CellError, grade_id, number
 
 
 @dataclass
@@ -37,7 +37,7 @@ class Failure:
             cell = "cell -"
         else:
             index, name = self.cell
-            cell = f"cell {index}" + (f" ({name})" if name else "")
+            cell = f"cell {number(index) if isinstance(index, int) else index}" + (f" ({name})" if name else "")
         stage = f" [{self.stage}]" if self.stage else ""
         return f"{self.notebook}  {cell}  {self.reason}{stage}"
 

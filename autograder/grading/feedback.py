@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..i18n import _, ngettext
+from ..notebook.cells import number as cell_number
 from .assertions import TOLERANCE_KEY
 from .misconceptions import CATALOGUE
 
@@ -150,8 +151,8 @@ def render_text(label: str, part_result: PartResult, cell_points: float, earned:
 
 
 def _where(note):
-    return _("第 {cell} 个单元格第 {line} 行 {detail}").format(cell=note.get("cell", 0) + 1, line=note.get("line"),
-                                                        detail=note.get("detail"))
+    return _("第 {cell} 个单元格第 {line} 行 {detail}").format(cell=cell_number(note.get("cell", 0)),
+                                                        line=note.get("line"), detail=note.get("detail"))
 
 
 def flagged_lines(notes, most=3) -> str:
@@ -170,14 +171,14 @@ def _event_text(event):
             return _("需要助教人工复核（{category}）：{where}。评分程序读不懂这段代码，复核之前各部分的分数都不计入。"
                      ).format(category=event.get("category"), where=_where(event))
         return _("需要助教人工复核（{category}）：第 {cell} 个单元格第 {line} 行 {detail}。这本身不扣分。").format(
-            category=event.get("category"), cell=event.get("cell", 0) + 1, line=event.get("line"),
+            category=event.get("category"), cell=cell_number(event.get("cell", 0)), line=event.get("line"),
             detail=event.get("detail"))
     if "function" in event:
         why = _("（{detail}）").format(detail=event["detail"]) if event.get("detail") else ""
         text = _("运行 {function} 时超时{why}，之后对它的检查均记为未通过。") if event["kind"] == "timeout" \
             else _("运行 {function} 时崩溃或退出{why}，之后对它的检查均记为未通过。")
         return text.format(function=event["function"], why=why)
-    where = _("第 {cell} 个单元格").format(cell=event["cell"] + 1) if isinstance(event.get("cell"), int) \
+    where = _("第 {cell} 个单元格").format(cell=cell_number(event["cell"])) if isinstance(event.get("cell"), int) \
         else _("评分进程")
     if event.get("grade_id"):
         where += _("（{grade_id}）").format(grade_id=event["grade_id"])

@@ -18,7 +18,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
 from ..i18n import _, using
-from ..notebook.cells import grade_id, is_test_cell, nbgrader_meta, part_of, student_code_cells
+from ..notebook.cells import grade_id, is_test_cell, nbgrader_meta, number, part_of, student_code_cells
 from ..notebook.editions import language_of, seed_assignment
 from .state import EXECUTION, Shared
 
@@ -101,8 +101,9 @@ class TrustedScoring(NbGraderPreprocessor):
         held = code_review.held_parts(results, review)
         _locate_events(nb, state.positions, session.events, info)
         for note in review:
+            where = number(note["cell"]) if isinstance(note.get("cell"), int) else note.get("cell")
             log.warning("%s/%s needs review (cell %s, %s%s): %s", info.get("student"), info.get("notebook"),
-                        note.get("cell"), note.get("category"), "; its points are held" if note.get("holds") else "",
+                        where, note.get("category"), "; its points are held" if note.get("holds") else "",
                         note.get("detail"))
         report = {"student": info["student"], "assignment": info["assignment"], "notebook": info["notebook"],
                   "sandbox": {"isolated": session.status.isolated, "mechanism": session.status.mechanism},

@@ -11,6 +11,12 @@ from typing import TYPE_CHECKING, Optional
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
+def number(index: int) -> int:
+    """The cell at `index` (nbformat's, from 0) as a person counts it, from 1 at the top of the notebook: what
+    every log line, failure line, report and feedback page shows, so they all name the same cell."""
+    return index + 1
+
+
 HIDDEN_RE = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
 PART_RE = re.compile(r"run_hidden_checks\(\s*['\"]([a-z_]+)['\"]\s*\)")
 

@@ -160,14 +160,19 @@ def test_crashing_submissions_are_reported_and_the_rest_graded(released, built, 
     failed = {line.split()[1]: line for line in out.splitlines() if line.startswith("FAILED")}
     assert sorted(failed) == ["not-json", "surrogate", "worker-dies"], out
     assert "sdpa.ipynb  cell -  NotJSONError" in failed["not-json"]
-    assert "cell " in failed["surrogate"] and "(softmax)" in failed["surrogate"]
+    softmax_at = next(i for i, cell in enumerate(raw["cells"])
+                      if cell["metadata"].get("nbgrader", {}).get("grade_id") == "softmax")
+    assert f"cell {softmax_at + 1} (softmax)" in failed["surrogate"]  # counted from 1, as the report and feedback
     assert "UnicodeEncodeError" in failed["surrogate"]
     assert "grading process died (exit status 3)" in failed["worker-dies"]
     assert "graded 1, skipped 0 (already graded), failed 3" in out
     assert _graded(root) == ["correct-reference"]
     assert sum(s for s, _ in course.grades(root)["correct-reference"].values()) == AUTOMATIC
-    # the progress lines name the failures as they happen
+    # the progress lines name the failures as they happen, and a graded student's points as stock prints them
     assert "] worker-dies FAILED -  cell -  grading process died" in proc.stderr, proc.stderr
+    graded = [line for line in proc.stderr.splitlines() if "] correct-reference " in line]
+    assert len(graded) == 1 and graded[0].endswith(
+        f"s {AUTOMATIC:g} / {AUTOMATIC:g} automatic points; no misconception named"), proc.stderr
 
 
 @pytest.mark.slow
