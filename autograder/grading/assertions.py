@@ -452,7 +452,10 @@ def _as_floats(value, depth=0):
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        return [float(value)]
+        try:
+            return [float(value)]
+        except OverflowError:  # an int no float holds: not a number this answer could be
+            return None
     if isinstance(value, (list, tuple)) and depth < 8:
         out = []
         for item in value:

@@ -177,7 +177,11 @@ def _shrink_examples(student, results) -> None:
         for check in result.checks:
             if check.passed or check.replay is None:
                 continue
-            example = shrink(student, check.replay)
+            try:
+                example = shrink(student, check.replay)
+            except Exception:  # noqa: BLE001 - the score is decided; a failed search keeps the example it had
+                log.warning("shrinking %s's example failed; the unshrunk example is kept", check.name, exc_info=True)
+                continue
             if example is not None:
                 tolerance = check.example.get(TOLERANCE_KEY)
                 check.example = {**example, **({TOLERANCE_KEY: tolerance} if tolerance else {})}

@@ -16,6 +16,7 @@ stored (``outputs.py``).  What the run leaves for the record is its
 """
 from __future__ import annotations
 
+import math
 import secrets
 import time
 from collections.abc import Iterable, Mapping
@@ -370,8 +371,8 @@ class StudentSession:
                 forbidden=forbidden_names(reply.get("forbidden", [])),
                 ename=wire.short(reply.get("ename", "")), evalue=wire.short(reply.get("evalue", "")),
                 exception_names=[wire.short(x) for x in reply.get("exception_names", [])[:16]],
-                traceback=wire.short(reply.get("traceback", "")), seconds=float(reply.get("seconds", 0.0)))
-        except (wire.WireError, TypeError, ValueError, AttributeError):
+                traceback=wire.short(reply.get("traceback", "")), seconds=_seconds(reply.get("seconds")))
+        except Exception:  # noqa: BLE001 - whatever the runner sent that does not decode is malformed: a failure
             return CallResult("crashed", evalue=_("评分进程收到了无法解析的结果"))
 
     def _give_up(self, fn, status, detail="", seconds=None):
@@ -427,8 +428,16 @@ class StudentSession:
             return None
         try:
             return wire.decode(reply.get("value"), out)
-        except wire.WireError:
+        except Exception:  # noqa: BLE001 - as in `call`: malformed, so no answer
             return None
+
+
+def _seconds(claimed: Any) -> float:
+    """The runner's own timing of a call (a claim, shown in the report only): a finite number or 0."""
+    if isinstance(claimed, bool) or not isinstance(claimed, (int, float)) or abs(claimed) > 1e9:
+        return 0.0
+    seconds = float(claimed)
+    return seconds if math.isfinite(seconds) and seconds >= 0 else 0.0
 
 
 class _BudgetSpent(Exception):

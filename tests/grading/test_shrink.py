@@ -66,3 +66,20 @@ def scale_scores(scores, d_k):
     lost = results["scale_scores"].max_points - results["scale_scores"].points
     failed = [c for c in results["scale_scores"].checks if not c.passed]
     assert len(failed) == 1 and lost == failed[0].max_points  # only the first call was wrong
+
+
+def test_a_search_that_fails_keeps_the_example_and_every_score(monkeypatch):
+    """Red team: a runner's malformed reply during shrinking (a number no float holds) escaped `run_checks`
+    and left the notebook with no grade at all. Shrinking runs after the scores are decided; if it fails,
+    the check keeps its unshrunk example and the part its points."""
+    student = _student("mask-inverted")
+    before = run_checks(student, ["apply_mask"], seed_key=("sdpa", "s"), context={})
+
+    def broken(*_args):
+        raise OverflowError("int too large to convert to float")
+
+    monkeypatch.setattr(shrink, "shrink", broken)
+    after = run_checks(student, ["apply_mask"], seed_key=("sdpa", "s"), context={})
+    assert after["apply_mask"].points == before["apply_mask"].points < after["apply_mask"].max_points
+    failed = [c for c in after["apply_mask"].checks if not c.passed and c.replay is not None]
+    assert failed and all(c.example for c in failed)

@@ -34,6 +34,31 @@ def test_decoding_refuses_bad_payloads():
         wire.receive(oversized)
 
 
+@pytest.mark.parametrize("data", [10**400, -(2**53), {"__float__": 10**400}, {"__float__": "1" * 5000},
+                                  {"__float__": "not a number"}, [1, {"__tuple__": [2**60]}],
+                                  {"__tensor__": None, "dtype": "float32", "shape": [10**400]}],
+                         ids=["int-1e400", "int-2**53", "float-tag-int", "float-tag-long", "float-tag-text",
+                              "in-a-tuple", "tensor-shape"])
+def test_numbers_the_encoder_never_sends_are_malformed(data):
+    """Red team: a reply holding an integer no float holds (JSON has no limit) reached the checks, whose
+    float() raised OverflowError. Every number the runner sends is one a float holds exactly."""
+    with pytest.raises(wire.WireError):
+        wire.decode(data, [])
+
+
+def test_an_int_that_lies_about_itself_travels_as_its_own_value():
+    class Big(int):
+        def __abs__(self):
+            return 0
+
+        def __int__(self):
+            return 1
+
+    assert wire.decode(wire.encode(Big(10**400), []), []) == float("inf")
+    assert wire.decode(wire.encode(Big(-(10**20)), []), []) == -1e20
+    assert wire.decode(wire.encode(Big(7), []), []) == 7
+
+
 def test_names_a_runner_sends_are_capped_here_whatever_it_claims():
     """A forged tensor spec (no values) whose names are megabytes long, or whose shape has a thousand
     dimensions: every name reaches a check's message, so the trusted side cuts them to a name's size."""
@@ -185,3 +210,25 @@ def test_the_grader_watches_a_fresh_runner_not_the_process_that_forked_it():
     with StudentSession(["import os\nmine = os.getpid()"]) as s:
         s.run_notebook()
         assert procs.namespace_pid(s._pid) == s.get("mine") != 2
+
+
+@pytest.mark.parametrize("forged", ["header = dict(header, seconds=10**400)",
+                                    "header = dict(header, value=10**400)",
+                                    "header = dict(header, value={'__float__': 10**400})"])
+def test_a_reply_with_numbers_no_float_holds_is_a_crashed_call(forged):
+    """Red team: `seconds` or a value of 10**400 in a reply raised OverflowError out of `call` (and, during
+    shrinking, out of the whole grading). Now the call is refused as malformed (or the claim ignored), and
+    the next call works."""
+    patch = ("import sys\n_w = sys.modules['wire']\n_orig = _w.send\n"
+             "def _send(stream, header, blobs=()):\n"
+             "    if header.get('status') == 'ok' and 'seconds' in header:\n"
+             f"        {forged}\n"
+             "    return _orig(stream, header, blobs)\n_w.send = _send\ndef f(x):\n    return x")
+    with StudentSession(["import torch", patch], budget=Budget(call_limits={"f": 5.0})) as s:
+        s.run_notebook()
+        result = s.call("f", 1)
+        assert s.get("undefined_name") is None
+    if "seconds" in forged:
+        assert result.status == "ok" and result.value == 1 and result.seconds == 0.0
+    else:
+        assert result.status == "crashed"

@@ -38,6 +38,8 @@ MAX_TEXT = 2000
 MAX_NAME = 64  # a dtype, device or layout name; a torch name is a few dozen characters at most
 MAX_DIMS = 64  # dimensions of a tensor spec (PyTorch's own limit is about this)
 MAX_DEPTH = 8
+# The largest integer a float holds exactly: an int the runner sends is below it, a larger one travels as a float.
+EXACT_INT = 2**53
 MAX_ITEMS = 10_000
 
 
@@ -126,7 +128,10 @@ def encode(value: Any, blobs: list[bytes], depth: int = 0) -> Any:
     if value is None or isinstance(value, (bool, str)):
         return short(value) if isinstance(value, str) else value
     if isinstance(value, int):
-        return value if abs(value) < 2**53 else {"__float__": repr(float(value))}
+        number = int.__int__(value)  # int's own value: a subclass's __abs__ or __int__ may say anything
+        if abs(number) < EXACT_INT:
+            return number
+        return {"__float__": repr(float(number)) if abs(number) < 2**1023 else ("inf" if number > 0 else "-inf")}
     if isinstance(value, float):
         return value if math.isfinite(value) else {"__float__": repr(value)}
     if isinstance(value, numbers.Integral) and not isinstance(value, torch.Tensor):
@@ -179,9 +184,12 @@ def encode(value: Any, blobs: list[bytes], depth: int = 0) -> Any:
 
 
 def decode(data: Any, blobs: Sequence[bytes], depth: int = 0) -> Any:
-    """Rebuild values on the trusted side from plain data; never runs code."""
+    """Rebuild values on the trusted side from plain data; never runs code.  What the encoder never sends (an
+    integer a float cannot hold exactly, a float tag that is no float's text) is malformed: WireError."""
     if depth > MAX_DEPTH + 1:
         raise WireError("value nested too deeply")
+    if isinstance(data, int) and not isinstance(data, bool) and abs(data) >= EXACT_INT:
+        raise WireError("integer out of range")
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if isinstance(data, list):
@@ -189,7 +197,13 @@ def decode(data: Any, blobs: Sequence[bytes], depth: int = 0) -> Any:
     if not isinstance(data, dict):
         raise WireError(f"unexpected {type(data).__name__}")
     if "__float__" in data:
-        return float(data["__float__"])
+        text = data["__float__"]
+        if not isinstance(text, str) or len(text) > 64:
+            raise WireError("bad float")
+        try:
+            return float(text)
+        except ValueError:
+            raise WireError("bad float") from None
     if "__tuple__" in data:
         return tuple(decode(v, blobs, depth + 1) for v in data["__tuple__"])
     if "__dict__" in data:
@@ -242,7 +256,7 @@ class TensorSpec:
 
         dtype, shape = data.get("dtype"), data.get("shape")
         if not isinstance(shape, list) or len(shape) > MAX_DIMS or \
-                not all(isinstance(s, int) and s >= 0 for s in shape):
+                not all(isinstance(s, int) and 0 <= s < EXACT_INT for s in shape):
             raise WireError("bad tensor shape")
         index, tensor = data.get("__tensor__"), None
         if index is not None:
