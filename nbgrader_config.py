@@ -17,7 +17,10 @@ c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this 
 c.CourseDirectory.course_id = "sdpa-course"
 c.CourseDirectory.release_directory = "assignments"
 
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
+# A grading record (<notebook>.grading.json: check results, notes for review, sandbox events) is the
+# instructor's: nbgrader copies a folder's other files on to the next step, so without this a student's own
+# file of that name would travel into autograded/, and the grader's into the feedback students receive.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.grading.json"]
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # Only `nbgrader validate` (the Validate button) runs a local kernel with this

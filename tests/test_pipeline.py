@@ -104,6 +104,14 @@ def test_stock_autograde_prints_no_gradebook_noise_and_a_line_per_student(graded
     assert recorded and recorded == set(lines)
 
 
+def test_students_receive_the_page_and_not_the_grading_record(graded_course):
+    """The record (notes for review, sandbox events) stays with the instructor: feedback holds the page only."""
+    for student in ("correct-reference", "bug-mask-inverted"):
+        folder = course.feedback_html(graded_course["root_of"](student), student).parent
+        assert sorted(p.name for p in folder.iterdir()) == [f"{course.ASSIGNMENT}.html"]
+        assert grading_report(graded_course["root_of"](student), student)  # the instructor's copy is there
+
+
 def test_generate_feedback_prints_nothing_when_all_is_well(graded_course):
     """Stock `generate_feedback` over the whole catalogue at WARN level: nothing for an instructor to wonder about
     (it used to warn, for every run, that a step did not recognise an option of nbconvert's HTML exporter)."""
