@@ -47,12 +47,13 @@ class CheckFailed(AssertionError):
     value check, a missing tuple in a check that reads only the output).  With each mistake charged once,
     the check keeps its points if those parts charged them (``hidden_checks.settle_charges``).
     `unexplained`: functions whose output differs in a way no known misconception explains, so that a
-    person reads the failure (``feedback.unexplained_notes``).
+    person reads the failure (``feedback.unexplained_notes``).  `unfinished`: functions this check needed
+    that still raise NotImplementedError (named in the message; their own parts say so too).
     """
 
     def __init__(self, message: str, codes: Iterable[str] = (), example: Optional[dict] = None,
                  explained_by: Iterable[str] = (), replay: Optional[Replay] = None,
-                 unexplained: Iterable[str] = ()) -> None:
+                 unexplained: Iterable[str] = (), unfinished: Iterable[str] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.codes = list(dict.fromkeys(codes))
@@ -60,6 +61,7 @@ class CheckFailed(AssertionError):
         self.explained_by = list(dict.fromkeys(explained_by))
         self.replay = replay  # the call to shrink into a smaller failing example
         self.unexplained = list(dict.fromkeys(unexplained))
+        self.unfinished = list(dict.fromkeys(unfinished))
 
 
 # With each mistake charged once, the scoring plugin sets this to a list for each check: a failure that

@@ -69,6 +69,8 @@ class Composition:
     unexplained: list = field(default_factory=list)
     # The chain stopped at a helper (it raised, returned no tensor or a constant one): no evidence for a credit.
     stopped: bool = False
+    # Helpers that raised NotImplementedError: not written yet, which their own parts already say.
+    unfinished: list = field(default_factory=list)
 
 
 class ExplainedElsewhere(Exception):
@@ -150,6 +152,8 @@ def compose(student, q, k, v, mask=None) -> Optional[Composition]:
             if reference_error is None:  # raised where PyTorch computes: only a known reason explains it
                 # (only the helper where the code lives raises for it: half-overflow in apply_mask)
                 codes = [c for c in text_codes(f"{call.ename} {call.evalue}") if HOME.get(c) == function]
+                if not codes and call.ename == "NotImplementedError":  # the release's stub, still there
+                    return Composition(unfinished=[function], stopped=True)
                 if not codes:
                     return _stopped(function)
                 result.codes.extend(c for c in codes if c not in result.codes)
@@ -262,6 +266,12 @@ def explain(student, q, k, v, mask, result, weights: bool = True, what: str = ""
     chain stopped at a helper for no known reason, that helper is named on `failure` instead."""
     composed = compose(student, q, k, v, mask)
     if composed is not None and composed.stopped:
+        if failure is not None and composed.unfinished:  # named: nothing for a person to read
+            new = [h for h in composed.unfinished if h not in failure.unfinished]
+            failure.unfinished += new
+            if new:
+                failure.message += _("（用到的 {helpers} 还没有实现，所以这一步还没有结果。）").format(
+                    helpers=_("、").join(new))
         if failure is not None:  # a person reads the helper: the loss here is not named by any code
             new = [h for h in composed.unexplained if h not in failure.unexplained]
             failure.unexplained += new

@@ -53,6 +53,8 @@ class CheckResult:
     # Helpers (parts) whose difference from PyTorch no known misconception explains, while the composition of
     # the student's own helpers gives what this check got: kept whether the credit stands or not, for review.
     unexplained: list = field(default_factory=list)
+    # Helpers this failed check needed that still raise NotImplementedError (named in its message).
+    unfinished: list = field(default_factory=list)
     replay: Any = None  # a failed comparison to shrink (``shrink.Replay``)
 
 
@@ -125,7 +127,8 @@ def _result(check: Check, exc: Optional[BaseException], charge_once: bool) -> Ch
         if exc.explained_by and charge_once:
             return CheckResult(points=check.points, passed=True, message=exc.message,
                                charged_elsewhere=exc.explained_by, failure=failure, **base)
-        return CheckResult(points=0.0, passed=False, replay=exc.replay, unexplained=exc.unexplained, **failure, **base)
+        return CheckResult(points=0.0, passed=False, replay=exc.replay, unexplained=exc.unexplained,
+                           unfinished=exc.unfinished, **failure, **base)
     log.error("check %s.%s crashed inside the grader: %r", check.part, check.name, exc)
     return CheckResult(points=0.0, passed=False, grader_error=True,
                        message=_("评分器内部错误（{error}），请联系助教。").format(error=type(exc).__name__), **base)

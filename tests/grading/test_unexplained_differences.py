@@ -106,3 +106,20 @@ def test_a_helper_that_returns_nothing_is_named_where_the_composite_lost():
     results = grade_in_process(replace, "s1")
     failed = [c for c in results[COMPOSITE].checks if not c.passed]
     assert failed and all(c.unexplained == ["apply_mask"] for c in failed)
+
+
+STUB = "def {name}(*args, **kwargs):\n    raise NotImplementedError()\n"
+
+
+@pytest.mark.parametrize("unwritten", [["softmax"], ["attention_scores", "scale_scores", "apply_mask", "softmax",
+                                                      "attention_output", COMPOSITE]], ids=["one-helper", "blank"])
+def test_an_unwritten_helper_is_named_where_the_composite_lost_and_flags_nothing(unwritten):
+    """The release's stubs raise NotImplementedError: a composite that needs one fails saying which helper is not
+    written yet, and no note asks a person to read code that is not there (an untouched notebook used to get an
+    'unexplained difference' note)."""
+    results = grade_in_process({name: STUB.format(name=name) for name in unwritten}, "stub")
+    assert unexplained_differences(results) == []
+    assert feedback.unexplained_notes(results, lambda _request: 0) == []
+    if COMPOSITE not in unwritten:
+        failed = [c for c in results[COMPOSITE].checks if not c.passed]
+        assert failed and all(c.unfinished == ["softmax"] and "softmax 还没有实现" in c.message for c in failed)
