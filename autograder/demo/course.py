@@ -92,9 +92,9 @@ def feedback_html(course: Union[str, os.PathLike], student: str, assignment: str
     return Path(course) / "feedback" / student / assignment / f"{assignment}.html"
 
 
-def grading_report(course: Union[str, os.PathLike], student: str) -> dict:
+def grading_report(course: Union[str, os.PathLike], student: str, assignment: str = ASSIGNMENT) -> dict:
     """The trusted scorer's JSON report of one student's notebook."""
-    return record.load(Path(course) / "autograded" / student / ASSIGNMENT / record.filename(ASSIGNMENT))
+    return record.load(Path(course) / "autograded" / student / assignment / record.filename(assignment))
 
 
 def grade_samples(course: Union[str, os.PathLike], catalogue: Iterable[Sample],

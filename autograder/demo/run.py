@@ -7,6 +7,7 @@ then ``sdpa-course report``.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -17,16 +18,21 @@ from typing import Optional, Union
 from .. import report
 from ..batch.coursedir import CourseError
 from ..grading import record
+from ..notebook.editions import EDITIONS
 from ..sandbox import isolation
 from . import course as coursekit
 from . import submissions
 
 DEMO_SAMPLES = ("correct-reference", "empty-release", "bug-mask-inverted", "bug-scale-missing",
                 "bug-softmax-unstable", "bug-causal-off-by-one")
+# The English edition's students (named with "-en"): each command of the quick start can be tried with sdpa_en.
+ENGLISH = next(assignment for assignment, language in EDITIONS.items() if language == "en")
+ENGLISH_SAMPLES = ("correct-reference", "bug-mask-inverted")
 
 
 def run_demo(directory: Optional[Union[str, os.PathLike]] = None) -> int:
-    """Build the demo course, grade the demo submissions, write feedback and the report; returns 0."""
+    """Build the demo course, grade the demo submissions of both editions, write feedback and the reports;
+    returns 0."""
     root = Path(directory or Path(coursekit.ROOT) / ".artifacts" / "demo").resolve()
     started = time.perf_counter()
 
@@ -47,43 +53,50 @@ def run_demo(directory: Optional[Union[str, os.PathLike]] = None) -> int:
     if root.exists():
         shutil.rmtree(root)
     coursekit.make_course(root)
-    step("nbgrader generate_assignment sdpa")
-    proc = nbgrader("generate_assignment", coursekit.ASSIGNMENT, "--force")
-    if proc.returncode != 0:
-        raise CourseError(f"`nbgrader generate_assignment` failed in {root} — see `make release` for the details")
-    release = coursekit.release_notebook(root)
     catalogue = {s.name: s for s in submissions.CORRECT + submissions.BUGS + submissions.EMPTY}
-    chosen = [catalogue[name] for name in DEMO_SAMPLES if name in catalogue]
-    for sample in chosen:
-        coursekit.submit(root, sample.name, submissions.build(sample, release))
-    step(f"submitted {len(chosen)} sample notebooks: {', '.join(s.name for s in chosen)}")
-    step("nbgrader autograde sdpa   (stock nbgrader, our sandbox + trusted scoring)")
-    nbgrader("autograde", coursekit.ASSIGNMENT)
-    step("nbgrader generate_feedback sdpa")
-    nbgrader("generate_feedback", coursekit.ASSIGNMENT)
-    step("sdpa-course report sdpa")
-    built = report.build(str(root), coursekit.ASSIGNMENT)
-    grades = coursekit.grades(root)
+    editions = {coursekit.ASSIGNMENT: [catalogue[name] for name in DEMO_SAMPLES],
+                ENGLISH: [dataclasses.replace(catalogue[name], name=f"{name}-en") for name in ENGLISH_SAMPLES]}
+    reports = {}
+    for assignment, chosen in editions.items():
+        step(f"nbgrader generate_assignment {assignment}")
+        proc = nbgrader("generate_assignment", assignment, "--force")
+        if proc.returncode != 0:
+            raise CourseError(f"`nbgrader generate_assignment {assignment}` failed in {root} — see `make release` "
+                              "for the details")
+        release = coursekit.release_notebook(root, assignment)
+        for sample in chosen:
+            coursekit.submit(root, sample.name, submissions.build(sample, release), assignment)
+        step(f"submitted {len(chosen)} sample notebooks to {assignment}: {', '.join(s.name for s in chosen)}")
+        step(f"nbgrader autograde {assignment}   (stock nbgrader, our sandbox + trusted scoring)")
+        nbgrader("autograde", assignment)
+        step(f"nbgrader generate_feedback {assignment}")
+        nbgrader("generate_feedback", assignment)
+        step(f"sdpa-course report {assignment}")
+        reports[assignment] = report.build(str(root), assignment)
     step("done")
     print()
-    width = max(len(s.name) for s in chosen) + 2
-    print(f"{'student':{width}}{'score':>10}   {'expected':12}codes named in the feedback")
-    for sample in chosen:
-        cells = grades.get(sample.name)
+    students = [(assignment, sample) for assignment, chosen in editions.items() for sample in chosen]
+    width = max(len(s.name) for _, s in students) + 2
+    print(f"{'student':{width}}{'edition':9}{'score':>10}   {'expected':12}codes named in the feedback")
+    for assignment, sample in students:
+        cells = coursekit.grades(root, assignment).get(sample.name)
         if not cells:
-            print(f"{sample.name:{width}}{'FAILED':>10}   {sample.expect:12}(not graded: see the output above)")
+            print(f"{sample.name:{width}}{assignment:9}{'FAILED':>10}   {sample.expect:12}(not graded: see the output "
+                  "above)")
             continue
         earned = sum(s or 0 for s, _ in cells.values())
         possible = sum(m for _, m in cells.values())
-        graded = coursekit.grading_report(root, sample.name)
+        graded = coursekit.grading_report(root, sample.name, assignment)
         named = record.codes_named(graded)
         mark = "ok" if submissions.verdict(sample, cells, named, record.held_points(graded))[0] else "NOT MET"
         expected = f"{sample.expect} {mark}".strip()
-        print(f"{sample.name:{width}}{f'{earned:g}/{possible:g}':>10}   {expected:12}{' '.join(named) or '-'}")
+        print(f"{sample.name:{width}}{assignment:9}{f'{earned:g}/{possible:g}':>10}   {expected:12}"
+              f"{' '.join(named) or '-'}")
     print()
     print("feedback (open in a browser):")
-    for sample in chosen:
-        path = coursekit.feedback_html(root, sample.name)
+    for assignment, sample in students:
+        path = coursekit.feedback_html(root, sample.name, assignment)
         print(f"  {path if path.exists() else str(path) + '  (missing)'}")
-    print(f"class report: {built['html']}")
+    for assignment, built in reports.items():
+        print(f"class report ({assignment}): {built['html']}")
     return 0
