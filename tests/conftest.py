@@ -38,3 +38,28 @@ def graded_course(tmp_path_factory):
     return {"roots": roots, "root_of": where.__getitem__, "grades": grades,
             "seconds": [result[1] for result in done], "autograde": [result[2] for result in done],
             "feedback": [result[3] for result in done]}
+
+
+# `make test` runs on two pytest-xdist workers with `--dist loadfile`: a file's tests stay on one worker, so its
+# module-scoped fixtures (a JupyterLab server, a graded class) are built once. The scheduler below also keeps
+# together the files that share more than a module: those that read the stock catalogue, so `graded_course` is
+# graded once, and those that create the course's Unix users and start a hub, so they never run at the same time.
+# (A scheduler, not `xdist_group` marks: pytest 9.2's node ids no longer carry the group, pytest-xdist#1386.)
+SHARED_WORKER = {
+    "test_editions.py": "stock-catalogue", "test_pipeline.py": "stock-catalogue",
+    "test_hub_browser.py": "unix-users", "test_exchange_flow.py": "unix-users",
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByFileAndSharedFixtures(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            path = nodeid.split("::", 1)[0]
+            return SHARED_WORKER.get(path.rsplit("/", 1)[-1], path)
+
+    return ByFileAndSharedFixtures(config, log)
