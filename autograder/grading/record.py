@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Optional, Union
 
@@ -31,6 +32,17 @@ def load(path: Union[str, os.PathLike]) -> dict:
     except (OSError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
+
+
+def cell_entry(grade_id: Optional[str], part: str, points: float, max_points: float, held: Optional[float],
+               checks: Iterable) -> dict:
+    """A grade cell's entry of the record: its points (0 while `held`, the points its checks gave, waits for a
+    person) and each check's result (`hidden_checks.CheckResult`)."""
+    return {"grade_id": grade_id, "part": part, "points": points, "max_points": max_points,
+            "held": held is not None, "held_points": held,
+            "checks": [{"name": c.name, "passed": c.passed, "points": c.points, "max_points": c.max_points,
+                        "codes": c.codes, "charged_elsewhere": c.charged_elsewhere, "unexplained": c.unexplained,
+                        "message": c.message, "example": c.example} for c in checks]}
 
 
 def held_points(record: dict) -> dict[str, float]:

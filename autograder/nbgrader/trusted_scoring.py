@@ -157,6 +157,7 @@ class TrustedScoring(NbGraderPreprocessor):
         """The cell's feedback and score; with `holding` (the notes that hold the notebook), the score its
         checks gave is shown and nothing is counted: nbgrader reads 0, and the gradebook leaves the grade to
         a person (`SaveAutoGradesWithHolds`)."""
+        from ..grading import record
         from ..grading.feedback import render_html, render_text
 
         meta = nbgrader_meta(cell)
@@ -185,11 +186,7 @@ class TrustedScoring(NbGraderPreprocessor):
             "execution_count"), "metadata": {}, "data": {
                 "text/plain": repr(earned),  # what nbgrader reads as this cell's partial credit
                 "text/html": "<b>" + html.escape(shown) + "</b>"}})] + visible
-        return {"grade_id": grade_id(cell), "part": part, "points": earned, "max_points": max_points,
-                "held": held is not None, "held_points": held,
-                "checks": [{"name": c.name, "passed": c.passed, "points": c.points, "max_points": c.max_points,
-                            "codes": c.codes, "charged_elsewhere": c.charged_elsewhere, "unexplained": c.unexplained,
-                            "message": c.message, "example": c.example} for c in (result.checks if result else [])]}
+        return record.cell_entry(grade_id(cell), part, earned, max_points, held, result.checks if result else [])
 
 
 def _display(text, html):

@@ -1,0 +1,53 @@
+"""What a student reads after "Check my work": per part "passes" or "needs work", each misconception named
+with its explanation and hint, and each failed check's message with its shrunk example, in the notebook's
+language and in the feedback page's words, read from the grading record (`record`).
+
+Only what the feedback page already shows leaves the grader: the checks' messages and the smallest failing
+example, never a check's code or its full inputs."""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import i18n
+from ..grading import record
+from ..grading.misconceptions import CATALOGUE
+from ..i18n import _
+from ..notebook.editions import language_of
+
+
+def answer(graded: dict, show_points: bool = False) -> dict[str, Any]:
+    """The answer to one check, as JSON-ready data: {"language", "parts": [...], "codes": [...]}; points only
+    when the instructor shows them (`show_points`)."""
+    language = language_of(graded.get("assignment"))
+    with i18n.using(language):
+        parts = [_part(cell, show_points) for cell in graded.get("cells", []) if isinstance(cell, dict)]
+    return {"language": language, "parts": parts, "codes": record.codes_named(graded),
+            "passes": all(part["passes"] for part in parts)}
+
+
+def _part(cell: dict, show_points: bool) -> dict[str, Any]:
+    failed = [check for check in cell.get("checks", []) if isinstance(check, dict) and not check.get("passed")]
+    held = bool(cell.get("held"))
+    full = float(cell.get("points") or 0) >= float(cell.get("max_points") or 0)
+    part = {"part": str(cell.get("part") or cell.get("grade_id")), "passes": full and not failed and not held,
+            "held": held,
+            "checks": [{"message": str(check.get("message", "")), "example": _example(check.get("example"))}
+                       for check in failed],
+            "mistakes": [_mistake(code) for code in record.codes_named({}, [cell])]}
+    if show_points:
+        part.update(points=float(cell.get("points") or 0), max_points=float(cell.get("max_points") or 0))
+    return part
+
+
+def _example(example: Any) -> dict[str, str]:
+    """The shrunk failing example as the feedback page shows it (labels already in the notebook's language)."""
+    if not isinstance(example, dict):
+        return {}
+    return {str(label): str(text) for label, text in example.items()}
+
+
+def _mistake(code: str) -> dict[str, str]:
+    entry = CATALOGUE.get(code)
+    if entry is None:
+        return {"code": code, "explanation": "", "hint": ""}
+    return {"code": code, "explanation": _(entry.explanation), "hint": _(entry.hint)}

@@ -1,0 +1,90 @@
+"""The check service's limits: per student, per hour, a bounded fair queue, the due date."""
+import threading
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autograder.service.policy import FairQueue, RateLimit, closed
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1_000_000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_the_eleventh_check_in_an_hour_is_refused_with_the_time_of_the_next():
+    clock = Clock()
+    limit = RateLimit(10, clock)
+    for _ in range(10):
+        assert limit.take("a") is None
+        clock.now += 60
+    assert limit.take("a") == 1_000_000.0 + 3600  # the first check leaves the window then
+    assert limit.take("b") is None  # another student is not affected
+    clock.now = 1_000_000.0 + 3600
+    assert limit.take("a") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 12), st.lists(st.floats(0, 4 * 3600, allow_nan=False), max_size=60))
+def test_no_hour_holds_more_checks_than_allowed(per_hour, gaps):
+    """Whatever the timing of the presses, the counted checks of any hour never exceed the limit, and a refusal
+    names a time in the future when a check will be counted."""
+    clock = Clock()
+    limit, counted = RateLimit(per_hour, clock), []
+    for gap in gaps:
+        clock.now += gap
+        nxt = limit.take("s")
+        if nxt is None:
+            counted.append(clock.now)
+        else:
+            assert nxt > clock.now
+    for start in counted:
+        assert sum(1 for t in counted if start <= t < start + 3600) <= per_hour
+
+
+def test_a_full_queue_refuses_and_a_waiting_student_keeps_their_place():
+    queue = FairQueue(2)
+    assert queue.put("a", 1) == 1 and queue.put("b", 2) == 2
+    assert queue.put("c", 3) is None  # full: told so, nothing kept
+    assert queue.put("a", 4) == 1 and len(queue) == 2  # a second press: the same place, the newer notebook
+    assert queue.get(0) == ("a", 4) and queue.place("b") == 1 and queue.place("a") is None
+    assert queue.get(0) == ("b", 2) and queue.get(0) is None
+
+
+def test_a_rush_stays_bounded_and_everyone_is_answered_or_refused():
+    """200 students press within a moment: the queue never holds more than its capacity; each is given a
+    place or refused, and every queued job is served once."""
+    queue, replies, served = FairQueue(16), {}, []
+
+    def press(student):
+        replies[student] = queue.put(student, student)
+
+    def serve():
+        while (job := queue.get(0.5)) is not None:
+            served.append(job[0])
+            assert len(queue) <= 16
+
+    worker = threading.Thread(target=serve)
+    worker.start()
+    presses = [threading.Thread(target=press, args=(f"s{i}",)) for i in range(200)]
+    for thread in presses:
+        thread.start()
+    for thread in presses:
+        thread.join()
+    worker.join()
+    assert len(replies) == 200
+    queued = {s for s, place in replies.items() if place is not None}
+    assert sorted(served) == sorted(queued) and all(1 <= p <= 16 for p in replies.values() if p is not None)
+
+
+@pytest.mark.parametrize("offset, allowed, expect", [(-1, False, True), (+1, False, False), (-1, True, False)])
+def test_checks_close_at_the_due_date_unless_allowed(offset, allowed, expect):
+    now = datetime(2026, 12, 7, 12, 0, tzinfo=timezone.utc)
+    due = (now + timedelta(hours=offset)).replace(tzinfo=None)  # as nbgrader's gradebook stores it
+    assert closed(due, allowed, now) is expect
+    assert closed(None, False, now) is False
