@@ -18,7 +18,15 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
 from ..i18n import _, using
-from ..notebook.cells import grade_id, is_test_cell, nbgrader_meta, number, part_of, student_code_cells
+from ..notebook.cells import (
+    VISIBLE_CHECK_ERRORS,
+    grade_id,
+    is_test_cell,
+    nbgrader_meta,
+    number,
+    part_of,
+    student_code_cells,
+)
 from ..notebook.editions import language_of, seed_assignment
 from .state import EXECUTION, Shared
 
@@ -201,9 +209,12 @@ def _as_plain(output, full=False):
     a visible check that stopped is said to have stopped at something the hidden checks charge elsewhere."""
     kind = output.get("output_type")
     if kind == "error":
-        said = _("可见检查停在了别处的问题上（这一部分的隐藏检查满分）— {ename}: {evalue}") if full \
-            else _("可见检查未通过 — {ename}: {evalue}")
-        text = said.format(ename=output.get("ename"), evalue=output.get("evalue")) + "\n"
+        said = _("可见检查停在了别处的问题上（这一部分的隐藏检查满分）— {error}") if full \
+            else _("可见检查未通过 — {error}")
+        ename, evalue = output.get("ename"), output.get("evalue")
+        # the lesson's own check errors speak to the student in their message; their class names are code
+        error = evalue if ename in VISIBLE_CHECK_ERRORS else f"{ename}: {evalue}"
+        text = said.format(error=error) + "\n"
     elif kind == "stream":
         text = output.get("text", "")
     else:

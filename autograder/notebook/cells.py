@@ -17,6 +17,10 @@ def number(index: int) -> int:
     return index + 1
 
 
+# The errors the lesson's visible checks raise to talk to the student (lesson/*.md): the message is what to
+# read, the class name is the lesson's code.
+VISIBLE_CHECK_ERRORS = frozenset({"NotDoneYet", "FixHelperFirst"})
+
 HIDDEN_RE = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
 PART_RE = re.compile(r"run_hidden_checks\(\s*['\"]([a-z_]+)['\"]\s*\)")
 

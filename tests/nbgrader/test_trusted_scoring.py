@@ -160,3 +160,21 @@ def test_a_finding_inside_a_graded_function_holds_too():
 def test_a_rich_visible_output_becomes_a_display():
     shown = trusted_scoring._as_plain(new_output("execute_result", data={"text/plain": "100.0"}, execution_count=1))
     assert shown.output_type == "display_data" and shown.data == {"text/plain": "100.0"}
+
+
+def test_the_lessons_own_check_errors_show_their_message_without_a_class_name():
+    """A newcomer's walk found "Visible check failed: FixHelperFirst: …" in both editions' feedback, in the
+    failing function's own cell: the lesson's check errors speak to the student in their message."""
+    import re
+    from pathlib import Path
+
+    from autograder.nbgrader.trusted_scoring import _as_plain
+    from autograder.notebook.cells import VISIBLE_CHECK_ERRORS
+
+    lesson = (Path(__file__).resolve().parents[2] / "lesson" / "sdpa.zh.md").read_text(encoding="utf-8")
+    assert set(re.findall(r"^class (\w+)\((?:AssertionError|NotDoneYet)\)", lesson, re.M)) == VISIBLE_CHECK_ERRORS
+    for ename in VISIBLE_CHECK_ERRORS:
+        shown = _as_plain({"output_type": "error", "ename": ename, "evalue": "mask 为 False 的位置应变成 -inf"}, False)
+        assert shown.text == "可见检查未通过 — mask 为 False 的位置应变成 -inf\n"
+    other = _as_plain({"output_type": "error", "ename": "AssertionError", "evalue": "x"}, False)
+    assert other.text == "可见检查未通过 — AssertionError: x\n"
