@@ -1,0 +1,106 @@
+"""The check service's grader: the course's own `Grader` (stock nbgrader steps, sandbox, trusted scoring), kept
+warm per assignment, grading one notebook at a time from the `policy.FairQueue`.
+
+Seeds: a check grades as student ``<name>+check``, so its random inputs are the same at every check of that
+student (the same code gets the same answer) but never those of the final grading: a check cannot show the
+inputs the grade will use, and correct code passes on every seed (``tests/grading/test_correct_for_every_seed``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Optional, Union
+
+from ..batch.bundle import make_bundle
+from ..batch.coursedir import check_course, load_app
+from ..batch.worker import Grader, collector_paused, sandbox_or_refuse
+from ..grading import record
+from ..notebook.submission import MAX_SUBMISSION_BYTES
+from .answer import answer
+from .policy import FairQueue
+
+CHECK_SUFFIX = "+check"
+
+
+class CheckRefused(Exception):
+    """A notebook the service will not grade (too large, not JSON, not one of the course's): the message
+    says what to do."""
+
+
+class Checker:
+    """Warm graders for `assignments` of the course at `course`; `start()` serves `queue` on a thread."""
+
+    def __init__(self, course: Union[str, os.PathLike], assignments: Iterable[str], extra: Sequence[str] = (),
+                 say: Callable[[str], None] = print) -> None:
+        with collector_paused():
+            app = load_app(course, extra)
+            self.assignments = list(assignments)
+            for assignment in self.assignments:
+                check_course(app, assignment)
+        sandbox_or_refuse(app, say)  # refuse to start without the sandbox, unless the course allows it
+        self.graders = {}
+        with collector_paused():
+            for assignment in self.assignments:
+                self.graders[assignment] = Grader(make_bundle(app, assignment, extra))
+        self.queue = FairQueue(int(os.environ.get("SDPA_CHECK_QUEUE", "64")))
+        self.results: dict[tuple[str, str], dict[str, Any]] = {}  # (student, assignment) -> latest reply
+        self._done = threading.Condition()
+        self._thread: Optional[threading.Thread] = None
+        self._stop = threading.Event()
+
+    def grade(self, student: str, assignment: str, notebook: bytes, show_points: bool = False) -> dict[str, Any]:
+        """Grade one notebook now (the queue's worker calls this); the answer, or CheckRefused."""
+        if assignment not in self.graders:
+            raise CheckRefused(f"no assignment {assignment!r} here; the course's are {', '.join(self.graders)}")
+        if len(notebook) > MAX_SUBMISSION_BYTES:
+            raise CheckRefused(f"the notebook is {len(notebook) / 2**20:.0f} MiB, over the "
+                               f"{MAX_SUBMISSION_BYTES // 2**20} MiB a submission may hold: clear its outputs "
+                               "(Edit > Clear Outputs of All Cells), save, and check again")
+        try:
+            json.loads(notebook)
+        except ValueError as exc:
+            raise CheckRefused(f"the notebook is not valid JSON ({exc}); save it again from JupyterLab") from None
+        started = time.perf_counter()
+        result = self.graders[assignment].grade({"student": student + CHECK_SUFFIX, "more": True,
+                                                 "files": {f"{assignment}.ipynb": (notebook, 0o644)}})
+        if not result.get("ok"):
+            failure = result.get("failure") or {}
+            raise CheckRefused(f"the notebook could not be graded: {failure.get('reason', 'unknown error')}")
+        graded = json.loads(result["files"][record.filename(assignment)][0])
+        reply = answer(graded, show_points)
+        reply["seconds"] = round(time.perf_counter() - started, 2)
+        return reply
+
+    # -- the queue's worker -------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._serve, name="sdpa-check-grader", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            job = self.queue.get(timeout=0.5)
+            if job is None:
+                continue
+            student, (assignment, notebook, show_points, on_done) = job
+            try:
+                reply = {"state": "answered", **self.grade(student, assignment, notebook, show_points)}
+            except CheckRefused as exc:
+                reply = {"state": "refused", "message": str(exc)}
+            except Exception as exc:  # noqa: BLE001 - one notebook's failure must not stop the service
+                reply = {"state": "failed", "message": f"the grader failed ({type(exc).__name__}); tell your "
+                                                       "instructor"}
+            with self._done:
+                self.results[(student, assignment)] = reply
+                self._done.notify_all()
+            if on_done is not None:
+                on_done(student, assignment, reply)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        for grader in self.graders.values():
+            grader.close()

@@ -1,0 +1,91 @@
+"""The formative record: every check a student ran while working, in a SQLite file the service alone writes.
+
+It lives beside the course's gradebook (``check_service.db`` in the course directory, which students cannot
+write), so `sdpa-course report` can show "while working": per misconception how many students met it and how
+many fixed it before submitting, and checks per student.  One row per check; nothing of the notebook itself.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from typing import Any, Optional, Union
+
+FILENAME = "check_service.db"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS checks (
+    id INTEGER PRIMARY KEY,
+    student TEXT NOT NULL,
+    assignment TEXT NOT NULL,
+    at REAL NOT NULL,
+    seconds REAL,
+    outcome TEXT NOT NULL,          -- answered | failed | refused
+    passed_parts TEXT NOT NULL,     -- JSON list
+    failed_parts TEXT NOT NULL,     -- JSON list
+    codes TEXT NOT NULL             -- JSON list, in the order the answer named them
+);
+CREATE INDEX IF NOT EXISTS checks_by_student ON checks (assignment, student, at);
+"""
+
+
+class Records:
+    """Append and read checks; safe to share between the service's threads."""
+
+    def __init__(self, path: Union[str, os.PathLike]) -> None:
+        self.path = os.fspath(path)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
+        self._db.executescript(SCHEMA)
+        os.chmod(self.path, 0o600)
+
+    def add(self, student: str, assignment: str, outcome: str, answer: Optional[dict] = None,
+            seconds: Optional[float] = None, at: Optional[float] = None) -> None:
+        parts = (answer or {}).get("parts", [])
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT INTO checks (student, assignment, at, seconds, outcome, passed_parts, failed_parts, codes) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (student, assignment, time.time() if at is None else at, seconds, outcome,
+                 json.dumps([p["part"] for p in parts if p["passes"]]),
+                 json.dumps([p["part"] for p in parts if not p["passes"]]),
+                 json.dumps((answer or {}).get("codes", []))))
+
+    def of(self, assignment: str, student: Optional[str] = None) -> list[dict[str, Any]]:
+        """The checks of an assignment, oldest first; one student's only if `student` is given."""
+        query = ("SELECT student, at, seconds, outcome, passed_parts, failed_parts, codes FROM checks "
+                 "WHERE assignment = ?")
+        args: list = [assignment]
+        if student is not None:
+            query += " AND student = ?"
+            args.append(student)
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY at, id", args).fetchall()
+        return [{"student": s, "at": at, "seconds": sec, "outcome": o, "passed_parts": json.loads(p),
+                 "failed_parts": json.loads(f), "codes": json.loads(c)} for s, at, sec, o, p, f, c in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def while_working(checks: list[dict], submitted_codes: dict[str, list[str]]) -> dict[str, Any]:
+    """The report's "while working" figures: {code: {"met": students whose check named it, "fixed": of those,
+    the students whose submission no longer has it}}, checks per student, and checks per part that failed.
+
+    `submitted_codes`: {student: codes named by the final grading of their submission}; a student who met a
+    code and has not submitted is counted as met, not fixed."""
+    met: dict[str, set] = {}
+    per_student: dict[str, int] = {}
+    failing_parts: dict[str, int] = {}
+    for check in checks:
+        per_student[check["student"]] = per_student.get(check["student"], 0) + 1
+        for code in check["codes"]:
+            met.setdefault(code, set()).add(check["student"])
+        for part in check["failed_parts"]:
+            failing_parts[part] = failing_parts.get(part, 0) + 1
+    codes = {code: {"met": len(students),
+                    "fixed": sum(1 for s in students if s in submitted_codes and code not in submitted_codes[s])}
+             for code, students in sorted(met.items(), key=lambda item: (-len(item[1]), item[0]))}
+    return {"codes": codes, "checks_per_student": per_student, "failed_checks_per_part": failing_parts}
