@@ -6,7 +6,7 @@ import pytest
 
 import catalogue
 from autograder.demo import course, submissions
-from autograder.service.checker import CheckRefused, Checker
+from autograder.service.checker import Checker, CheckRefused
 from tests.support.grading import FAST_LIMITS
 
 
