@@ -19,6 +19,7 @@ from autograder.demo import course, submissions
 from autograder.grading import record
 from autograder.nbgrader.trusted_scoring import SUMMARY_KEY
 from autograder.notebook.editions import COURSE, edition_of, seed_assignment
+from solutions import solution_notebook
 from tests.support.feedback_page import story_problems
 from tests.support.grading import FAST_LIMITS
 
@@ -66,7 +67,7 @@ def test_the_same_code_scores_the_same_in_both_editions(graded_course, tmp_path)
         course.nbgrader(root, "generate_assignment", ENGLISH, "--force")
         release = course.release_notebook(root, ENGLISH)
         for sample in samples:
-            course.submit(root, sample.name, submissions.build(sample, release), ENGLISH)
+            course.submit(root, sample.name, submissions.build(sample, release, solution_notebook(ENGLISH)), ENGLISH)
     course.nbgrader(stock, "autograde", ENGLISH, *FAST_LIMITS, check=False)
     proc = subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(parallel), "autograde", ENGLISH,
                            "--workers", "2", *FAST_LIMITS], capture_output=True, text=True, timeout=1200,

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Optional, Union
 
+from solutions import solution_notebook
+
 from .. import report
 from ..batch.coursedir import CourseError
 from ..grading import record
@@ -64,8 +66,9 @@ def run_demo(directory: Optional[Union[str, os.PathLike]] = None) -> int:
             raise CourseError(f"`nbgrader generate_assignment {assignment}` failed in {root} — see `make release` "
                               "for the details")
         release = coursekit.release_notebook(root, assignment)
+        solution = solution_notebook(assignment)  # answers in the edition's language
         for sample in chosen:
-            coursekit.submit(root, sample.name, submissions.build(sample, release), assignment)
+            coursekit.submit(root, sample.name, submissions.build(sample, release, solution), assignment)
         step(f"submitted {len(chosen)} sample notebooks to {assignment}: {', '.join(s.name for s in chosen)}")
         step(f"nbgrader autograde {assignment}   (stock nbgrader, our sandbox + trusted scoring)")
         nbgrader("autograde", assignment)
