@@ -49,6 +49,7 @@ class Row:
     score: float
     max_score: float
     parts: dict = field(default_factory=dict)  # column (part or written answer) -> points
+    awaiting: list = field(default_factory=list)  # answers a person has yet to grade (0 in `score` until then)
 
 
 def columns(course: Union[str, os.PathLike], assignment: str) -> dict[str, str]:
@@ -95,18 +96,29 @@ def rows(gradebook, course: Union[str, os.PathLike], assignments: Iterable[str] 
                 for grade in notebook.grades:
                     column = named.get(grade.name, grade.name)
                     row.parts[column] = row.parts.get(column, 0.0) + float(grade.score)
+                    if grade.needs_manual_grade:
+                        row.awaiting.append(column)
             found.append(row)
     return found
 
 
 def one_per_student(found: list[Row]) -> tuple[list[Row], list[str]]:
-    """(one row per student, the lines that say which students submitted more than one edition)."""
+    """(one row per student, the lines that say which students submitted more than one edition and which
+    exported scores still count an answer a person has not graded as 0)."""
     chosen, notes = {}, []
     for row in sorted(found, key=lambda r: (r.student, r.timestamp)):
         if row.student in chosen:
             notes.append(f"{row.student} submitted {chosen[row.student].edition} and {row.edition}: "
                          f"{row.edition} (submitted last, {row.timestamp}) is exported")
         chosen[row.student] = row
+    waiting = [row for row in chosen.values() if row.awaiting]
+    if waiting:
+        shown = ", ".join(f"{row.student} ({', '.join(row.awaiting)})" for row in sorted(waiting,
+                                                                                       key=lambda r: r.student)[:10])
+        more = f" and {len(waiting) - 10} more" if len(waiting) > 10 else ""
+        notes.append(f"{len(waiting)} student{'s' * (len(waiting) != 1)} with answers not yet graded by hand, "
+                     f"counted as 0 in this file: {shown}{more} — grade them in formgrader (Manual Grading), then "
+                     "export again")
     return [chosen[s] for s in sorted(chosen)], notes
 
 

@@ -103,3 +103,30 @@ def test_an_unknown_format_is_refused_with_the_choices(graded):
     proc = subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(graded), "export", "--format",
                            "blackboard"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "canvas" in proc.stderr
+
+
+def test_an_export_says_which_answers_wait_for_a_person_until_they_are_graded(graded):
+    """Before the written answers are graded in formgrader, both exports count them as 0: they say so, naming
+    the students and the answers; once a person has graded them, nothing is said. (Runs last: it grades.)"""
+    from nbgrader.api import Gradebook
+
+    def export():
+        proc = subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(graded), "export"],
+                              capture_output=True, text=True, timeout=120)
+        stock = course.nbgrader(graded, "export", "--to", "stock.csv")
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout, stock.stderr
+
+    cli, stock = export()
+    for said in (cli, stock):
+        assert "3 students with answers not yet graded by hand, counted as 0 in this file" in said, said
+        assert "ben (" in said and "written-a1" in said and "formgrader" in said
+    with Gradebook(f"sqlite:///{graded / 'gradebook.db'}") as gb:
+        for student, taken in CLASS.items():
+            for edition in {e for e, _, _ in taken}:
+                for grade in gb.find_submission_notebook(edition, edition, student).grades:
+                    if grade.needs_manual_grade:  # what formgrader's Manual Grading does with a score
+                        grade.manual_score, grade.needs_manual_grade = grade.max_score, False
+        gb.db.commit()
+    cli, stock = export()
+    assert "not yet graded by hand" not in cli + stock
