@@ -83,6 +83,7 @@ def test_each_feedback_page_tells_one_story(graded_course):
     assert {name: story_problems(page) for name, page in pages.items() if story_problems(page)} == {}
     assert "（等待助教评分，满分 2.5）" in pages["correct-reference"]
     assert "（得分：0.0 / 2.5）" not in pages["correct-reference"]
+    assert "（还有 5 分等待助教评分）</h1>" in pages["correct-reference"]  # the total says what it does not hold yet
     assert "还没有填写" in pages["empty-release"]
 
 

@@ -30,7 +30,7 @@ LABELS = {
     "top": N_("（回到顶部）"), "automatic": N_("（自动检查）"), "free_response": N_("（编程自由作答）"),
     "written": N_("（书面回答）"), "task": N_("（任务）"), "comment": N_("评语"), "comments": N_("评语："),
     "answer": N_("学生的答案"), "student_task": N_("学生的任务"), "grade_cell": N_("评分单元格："),
-    "awaiting": N_("（等待助教评分，满分 {max}）"),
+    "awaiting": N_("（等待助教评分，满分 {max}）"), "awaiting_total": N_("（还有 {points} 分等待助教评分）"),
 }
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
 
