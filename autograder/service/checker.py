@@ -41,6 +41,7 @@ class Checker:
             for assignment in self.assignments:
                 check_course(app, assignment)
         sandbox_or_refuse(app, say)  # refuse to start without the sandbox, unless the course allows it
+        self.course_app = app  # the course itself (its gradebook: due dates), not a grader's private copy
         self.graders = {}
         with collector_paused():
             for assignment in self.assignments:
@@ -85,6 +86,8 @@ class Checker:
             if job is None:
                 continue
             student, (assignment, notebook, show_points, on_done) = job
+            with self._done:
+                self.results[(student, assignment)] = {"state": "grading"}
             try:
                 reply = {"state": "answered", **self.grade(student, assignment, notebook, show_points)}
             except CheckRefused as exc:
