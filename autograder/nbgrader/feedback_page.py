@@ -85,5 +85,19 @@ class OfflineFeedbackExporter(HTMLExporter):
         lang = editions.language_of(resources.get("nbgrader", {}).get("assignment"))
         with i18n.using(lang):
             resources["sdpa_labels"] = {key: _(message) for key, message in LABELS.items()}
+            _describe_images(nb, _("你的代码输出的图像"))
         resources["sdpa_lang"] = i18n.html_lang(lang)
         return super().from_notebook_node(nb, resources, **kw)
+
+
+IMAGES = ("image/png", "image/jpeg")
+
+
+def _describe_images(nb, text: str) -> None:
+    """Give each image a student's code displayed a description in the page's language (nbconvert would write
+    its own English one and warn, on every generate_feedback, about images no one can describe better)."""
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            for mime in IMAGES:
+                if mime in output.get("data", {}):
+                    output.setdefault("metadata", {}).setdefault(mime, {}).setdefault("alt", text)

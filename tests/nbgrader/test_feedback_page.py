@@ -60,3 +60,33 @@ def test_the_page_gets_the_part_labels(monkeypatch):
     assert seen["sdpa_parts"] == {"apply_mask-check": "apply_mask — Masks"}
     assert seen["nbgrader"] == {"notebook": "sdpa"}
     assert feedback_page.HEADING.findall("### Title ###") == ["Title"]
+
+
+def _as_generate_feedback():
+    """The exporter's settings that `nbgrader generate_feedback` adds (nbgrader/converters/generate_feedback.py)."""
+    from pathlib import Path
+
+    import nbgrader
+
+    root = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+    return {"template_name": "feedback", "extra_template_basedirs": [str(root / "templates")],
+            "extra_template_paths": [str(root / "static" / "node_modules" / "bootstrap" / "dist" / "css")]}
+
+
+_AS_GENERATE_FEEDBACK = _as_generate_feedback()
+
+
+def test_an_image_the_code_displayed_is_described_in_the_page_language_without_a_warning(caplog):
+    """nbconvert described such images in English and warned on every generate_feedback (seen in make test)."""
+    from nbformat.v4 import new_output
+
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    for assignment, alt in (("sdpa", "你的代码输出的图像"), ("sdpa_en", "An image your code displayed")):
+        cell = new_code_cell("plt.imshow(weights)", outputs=[new_output("display_data", data={"image/png": png})])
+        nb = new_notebook(cells=[new_markdown_cell("## Attention"), cell])
+        with caplog.at_level("WARNING"):
+            html, _ = OfflineFeedbackExporter(**_AS_GENERATE_FEEDBACK).from_notebook_node(nb, {"nbgrader": {
+                "assignment": assignment, "notebook": assignment, "score": 0, "max_score": 1, "late_penalty": 0,
+                "student": "a"}})
+        assert f'alt="{alt}"' in html and "No description has been provided" not in html
+        assert "Alternative text is missing" not in caplog.text
