@@ -34,7 +34,9 @@ from .memory import high_water_mib
 
 LOG_FORMAT = "%(created).3f %(levelname)s %(message)s"
 STUDENT_ID = re.compile(r"s\d{4}-[A-Za-z0-9-]+")
-PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] (\S+) (?:([\d.]+)s \S+/\S+|FAILED (.*))$")
+# "[3/40] alice 1.2s 98 / 105 automatic points; codes mask-inverted" (or the gradebook's "98/110" without a
+# grading record), or "[3/40] alice FAILED …"
+PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] (\S+) (?:([\d.]+)s \S+ ?/ ?\S+.*|FAILED (.*))$")
 FORKED = re.compile(r"^grading \d+ submissions? with \d+ workers?$")  # printed once its workers are forked
 
 

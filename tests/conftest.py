@@ -4,6 +4,8 @@ Grading every sample costs a few seconds each, so the course is built,
 released, graded and given feedback once per test session; the tests then
 read the gradebook, the feedback HTML and our grading reports.
 """
+import sys
+
 import pytest
 
 import catalogue
@@ -39,6 +41,12 @@ def graded_course(tmp_path_factory):
             "seconds": [result[1] for result in done], "autograde": [result[2] for result in done],
             "feedback": [result[3] for result in done]}
 
+
+# A pytest-xdist worker runs in execnet's `__main__`, which has no `__spec__`: multiprocessing's spawn and forkserver
+# start methods read it to prepare a child (what `sdpa-course autograde` and dask do), and failed with
+# AttributeError. `None` is what `python -c` has.
+if not hasattr(sys.modules["__main__"], "__spec__"):
+    sys.modules["__main__"].__spec__ = None
 
 # `make test` runs on two pytest-xdist workers with `--dist loadfile`: a file's tests stay on one worker, so its
 # module-scoped fixtures (a JupyterLab server, a graded class) are built once. The scheduler below also keeps
