@@ -70,7 +70,8 @@ class CheckHandler(_Handler):
         if closed(self.policy.due.get(assignment), self.policy.allow_after_due):
             return self.reply(403, {"message": "checks are closed: the assignment is past its due date"})
         notebook = json.dumps(body["notebook"], ensure_ascii=False).encode("utf-8")
-        if self.checker.queue.place(self.student) is None:  # a second press while waiting costs nothing
+        waiting = self.checker.queue.place(self.student) is not None  # a second press while waiting costs nothing
+        if not waiting:
             later = self.limit.take(self.student)
             if later is not None:
                 at = datetime.fromtimestamp(later, timezone.utc).isoformat(timespec="seconds")
@@ -79,6 +80,8 @@ class CheckHandler(_Handler):
                                                    f"{at}", "next": at})
         place = self.checker.queue.put(self.student, (assignment, notebook, self.policy.show_points, self._done))
         if place is None:
+            if not waiting:
+                self.limit.give_back(self.student)  # a check that never ran does not count
             return self.reply(503, {"message": "the checker is busy: try again in a minute"})
         self.reply(202, {"state": "waiting", "place": place})
 

@@ -40,6 +40,13 @@ class RateLimit:
             seen.append(now)
             return None
 
+    def give_back(self, student: str) -> None:
+        """Uncount `student`'s last check: it was never run (the queue was full)."""
+        with self._lock:
+            seen = self._seen.get(student)
+            if seen:
+                seen.pop()
+
 
 class FairQueue:
     """Waiting checks, first come first served, one per student, at most `capacity` at once."""

@@ -88,3 +88,12 @@ def test_checks_close_at_the_due_date_unless_allowed(offset, allowed, expect):
     due = (now + timedelta(hours=offset)).replace(tzinfo=None)  # as nbgrader's gradebook stores it
     assert closed(due, allowed, now) is expect
     assert closed(None, False, now) is False
+
+
+def test_a_check_that_never_ran_is_given_back():
+    clock = Clock()
+    limit = RateLimit(1, clock)
+    assert limit.take("a") is None
+    limit.give_back("a")  # the queue was full: refused with 503, not run
+    assert limit.take("a") is None and limit.take("a") is not None
+    limit.give_back("nobody")  # nothing counted: nothing to give back
