@@ -31,8 +31,10 @@ from .grading import record
 from .i18n import _
 from .notebook import editions
 from .notebook.cells import number as cell_number
+from .service import records
 
 CHARTS = ("score_histogram.png", "pass_rate.png", "misconceptions.png", "slowest.png")
+WHILE_WORKING_CHART = "while_working.png"  # only when the check service ran for the course
 SLOWEST = 10
 
 
@@ -60,6 +62,8 @@ class Data:
     students: list  # StudentRow
     grade_cells: list  # (notebook, grade_id, cell_type, max_score) in notebook order
     parts: dict  # grade_id -> part (function), from grading.json
+    # what the check service saw while students worked (`records.while_working`), if it ran for this course
+    while_working: Optional[dict] = None
 
     @property
     def pass_rates(self) -> dict[str, float]:
@@ -151,7 +155,20 @@ def collect(course: Union[str, os.PathLike], assignment: str = ASSIGNMENT, nbgra
     if not students:
         raise CourseError(f"no graded submissions of {assignment!r} in {db} — run "
                           f"`sdpa-course autograde {assignment}` first")
-    return Data(assignment, cells, students, grade_cells, parts)
+    return Data(assignment, cells, students, grade_cells, parts, _while_working(course, assignment, students))
+
+
+def _while_working(course, assignment, students):
+    """The check service's record for this assignment (``check_service.db`` beside the gradebook), or None."""
+    path = os.path.join(course, records.FILENAME)
+    if not os.path.exists(path):
+        return None
+    stored = records.Records(path)
+    try:
+        checks = stored.of(assignment)
+    finally:
+        stored.close()
+    return records.while_working(checks, {row.student: row.codes for row in students}) if checks else None
 
 
 def _order(grade_cells, notebook, grade_id):
@@ -284,6 +301,11 @@ def _charts(data, out):
         _hbar(os.path.join(out, "misconceptions.png"), list(counts), list(counts.values()), _("学生人数"),
               _("反馈中指出的误解代码"), lambda v: f"{v:g}", empty=_("没有误解代码"), integer=True)
 
+        if data.while_working:
+            met = data.while_working["codes"]
+            _hbar(os.path.join(out, WHILE_WORKING_CHART), list(met), [v["met"] for v in met.values()], _("学生人数"),
+                  _("做题时检查遇到的误解代码"), lambda v: f"{v:g}", empty=_("没有误解代码"), integer=True)
+
         slow = data.slowest
         _hbar(os.path.join(out, "slowest.png"), [r.student for r in slow], [r.seconds for r in slow],
               _("秒（沙箱运行 + 隐藏检查）"), _("评分最慢的 {count} 份提交").format(count=len(slow)),
@@ -317,6 +339,23 @@ def _table(caption: str, headers: Sequence[str], rows: str, columns: int) -> str
     none = html.escape(_("无"))  # not inside the f-string: the message extractor reads no f-string
     body = rows or f"<tr><td colspan={columns}>{none}</td></tr>"
     return f"<table><caption class=visually-hidden>{html.escape(caption)}</caption><tr>{head}</tr>{body}</table>"
+
+
+def _while_working_section(figures: dict) -> tuple[str, str, str]:
+    """(heading, note, table) of "while working": each code the check service named, how many students met it
+    and how many submitted without it, then checks per student."""
+    esc = html.escape
+    title = _("做题时的检查")
+    per_student = figures["checks_per_student"]
+    note = _("{students} 名学生在做题时用“检查我的作业”检查了 {checks} 次。下表每一行是检查中指出过的一个误解代码："
+             "遇到它的学生人数，以及其中提交时已经改好的人数。").format(students=len(per_student),
+                                                      checks=sum(per_student.values()))
+    rows = "".join(f"<tr><td><code>{esc(code)}</code></td><td class=n>{v['met']}</td><td class=n>{v['fixed']}</td></tr>"
+                   for code, v in figures["codes"].items())
+    alt = _("做题时检查遇到的误解代码及学生人数的条形图（数值见下方的表格）")
+    chart = f'<img src="{WHILE_WORKING_CHART}" alt="{esc(alt)}">'
+    table = _table(title, [_("代码"), _("遇到的学生"), _("提交前已改好")], rows, 3)
+    return title, note, chart + table
 
 
 def _html(data):
@@ -385,6 +424,8 @@ def _html(data):
         (slow_title, "", _table(slow_title, [student, seconds], slow, 2)),
         (students_title, "", _table(students_title, [student, _("得分"), _("满分"), seconds, _("沙箱事件"),
                                                      _("需审阅"), codes_title], rows, 7))]
+    if data.while_working:
+        sections.append(_while_working_section(data.while_working))
     unisolated = [r.student for r in data.students if r.isolated is False]
     warning = _("这些学生的代码评分时没有在沙箱中运行（没有文件系统和网络隔离，教师设置了 allow_unisolated）："
                 "{students}")
