@@ -45,8 +45,11 @@ def graded_course(tmp_path_factory):
 # A pytest-xdist worker runs in execnet's `__main__`, which has no `__spec__`: multiprocessing's spawn and forkserver
 # start methods read it to prepare a child (what `sdpa-course autograde` and dask do), and failed with
 # AttributeError. `None` is what `python -c` has.
-if not hasattr(sys.modules["__main__"], "__spec__"):
-    sys.modules["__main__"].__spec__ = None
+@pytest.fixture(autouse=True)
+def _main_has_a_spec():
+    main = sys.modules["__main__"]
+    if not hasattr(main, "__spec__"):
+        main.__spec__ = None
 
 # `make test` runs on two pytest-xdist workers with `--dist loadfile`: a file's tests stay on one worker, so its
 # module-scoped fixtures (a JupyterLab server, a graded class) are built once. The scheduler below also keeps
@@ -57,6 +60,13 @@ SHARED_WORKER = {
     "test_editions.py": "stock-catalogue", "test_pipeline.py": "stock-catalogue",
     "test_hub_browser.py": "unix-users", "test_exchange_flow.py": "unix-users",
 }
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest shared scopes first (xdist hands out scopes in collection order): the stock catalogue, then the
+    hub; started last, each was a tail of minutes with the other worker idle."""
+    first = {"stock-catalogue": 0, "unix-users": 1}
+    items.sort(key=lambda item: first.get(SHARED_WORKER.get(item.path.name), 2))
 
 
 @pytest.hookimpl(optionalhook=True)
