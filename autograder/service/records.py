@@ -35,10 +35,12 @@ class Records:
 
     def __init__(self, path: Union[str, os.PathLike]) -> None:
         self.path = os.fspath(path)
+        created = not os.path.exists(self.path)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
         self._db.executescript(SCHEMA)
-        os.chmod(self.path, 0o600)
+        if created:  # the service's own file; a reader (the report) leaves its mode as it is
+            os.chmod(self.path, 0o600)
 
     def add(self, student: str, assignment: str, outcome: str, answer: Optional[dict] = None,
             seconds: Optional[float] = None, at: Optional[float] = None) -> None:
