@@ -83,7 +83,7 @@ docs: install
 # Two pytest-xdist workers (tests/conftest.py keeps each file, and the files sharing a fixture, on one worker),
 # then the few tests that time this machine's CPU, alone.
 test: install system-deps kernel-tripwires hub-deps test-deps lint docs
-	$(PY) -m pytest -q --durations=12 -n 2 --dist loadfile -m "not alone"
+	$(PY) -m pytest -q --durations=12 -n 2 --dist loadfile --no-loadscope-reorder -m "not alone"
 	$(PY) -m pytest -q -m alone
 
 test-fast: install lint

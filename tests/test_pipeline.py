@@ -215,22 +215,38 @@ def test_parallel_workers_grade_the_whole_catalogue_as_stock_does(graded_course,
     parallel, alone = course.grades(root), graded_course["grades"]
     assert {n: parallel[n] for n in steady} == {n: alone[n] for n in steady}
 
+    # a cell stopped by a limit (its time, the runner's memory, the submission's budget) may meet a different
+    # limit first in another grading on a loaded machine: torch.compile's cell in attack-record-compile ends the
+    # runner after 2 s here and reached its 8 s time limit first in a CI run (same grades, same hold)
+    limits = {"CellTimeoutError", "KernelDied", "GradingBudgetExceeded"}
+
     def notebook(top, student):
-        """The autograded notebook, less cell ids (nbgrader draws new random ones for tampered cells)."""
+        """The autograded notebook, less cell ids (nbgrader draws new random ones for tampered cells), and
+        with which limit stopped a cell left out (only that one did)."""
         path = top / "autograded" / student / course.ASSIGNMENT / f"{course.ASSIGNMENT}.ipynb"
         nb = json.loads(path.read_text(encoding="utf-8"))
         for cell in nb["cells"]:
             cell.pop("id", None)
+            cell["outputs"] = [{"output_type": "error", "ename": "stopped at a limit"}
+                               if out.get("output_type") == "error" and out.get("ename") in limits else out
+                               for out in cell.get("outputs", [])]
         return nb
+
+    def cells_that_differ(name):
+        ours, theirs = notebook(root, name)["cells"], notebook(stock(name), name)["cells"]
+        if len(ours) != len(theirs):
+            return f"{len(ours)} cells against {len(theirs)}"
+        return [(number, a.get("outputs"), b.get("outputs")) for number, (a, b) in enumerate(zip(ours, theirs), 1)
+                if a != b]
 
     # a thread's compile is charged to whichever cell runs when the thread gets to it: the review note of
     # attack-record-in-thread names cell 31 in one grading and 34 in another (same grades, same hold)
     # a heap scan runs for seconds of CPU: on a loaded machine it may reach its cell's time limit in one grading
     # and not in the other (same grades, same hold; the output says where it stopped)
     thread_timed = ("attack-record-in-thread", "attack-heap-scan-reset-kernels")
-    differ = [name for name in steady
-              if name not in thread_timed and notebook(root, name) != notebook(stock(name), name)]
-    assert differ == []
+    differ = {name: cells_that_differ(name) for name in steady
+              if name not in thread_timed and notebook(root, name) != notebook(stock(name), name)}
+    assert differ == {}, str(differ)[:4000]
 
 
 def test_outputs_are_capped_by_the_grader(graded_course):
