@@ -159,11 +159,12 @@ def collect(course: Union[str, os.PathLike], assignment: str = ASSIGNMENT, nbgra
 
 
 def _while_working(course, assignment, students):
-    """The check service's record for this assignment (``check_service.db`` beside the gradebook), or None."""
-    path = os.path.join(course, records.FILENAME)
+    """The check service's record for this assignment (``check_service/check_service.db`` beside the gradebook),
+    or None."""
+    path = records.default_path(course)
     if not os.path.exists(path):
         return None
-    stored = records.Records(path)
+    stored = records.Records(path, read_only=True)
     try:
         checks = stored.of(assignment)
     finally:

@@ -17,7 +17,11 @@ JupyterHub on this machine:
 - nbgrader's server and lab extensions: all of them for the instructor, the student ones for
   students (formgrader, course list and create-assignment are switched off for them);
 - JupyterHub from PyPI (PAM logins of those users, LocalProcessSpawner) behind
-  configurable-http-proxy from npm (``hub/node_modules``, ``make hub-deps``).
+  configurable-http-proxy from npm (``hub/node_modules``, ``make hub-deps``);
+- the check service ("Check my work", ``python -m autograder.service``) as a hub-managed service running as
+  its own system user ``sdpa-checker``, which reads the course through an ACL (read-only) and writes only its
+  record, ``check_service/check_service.db`` in the course (readable by the instructor); each user's server
+  forwards checks to it with the server's hub token (``autograder/service/forward.py``).
 
 ``python -m hub.control stop`` stops the hub, its proxy, every single-user server and kernel,
 and any process still running as one of the course users.  The tests use the same class
@@ -50,6 +54,9 @@ PROXY = HUB_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 INSTRUCTOR = "sdpa-instructor"
 STUDENTS = ("sdpa-student-a", "sdpa-student-b", "sdpa-student-c")
 USERS = (INSTRUCTOR, *STUDENTS)
+CHECKER = "sdpa-checker"  # the check service's own system user: no login, no password
+CHECK_SERVICE = "sdpa-check"  # its name in the hub: /services/sdpa-check/
+CHECKS_PER_HOUR = 10
 GROUP = "sdpa-hub"  # every course user; gets traverse-only access to the interpreter's directories
 COURSE_ID = "sdpa-course"
 COURSE_NAME = "sdpa-course"  # the course directory in the instructor's home
@@ -66,6 +73,7 @@ DEFAULT_PORT = 8000
 # Lab plugins and server extensions a student does not get (nbgrader's docs: "disable the
 # formgrader and create assignment extensions for students").
 STUDENT_OFF_SERVER = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list")
+FORWARD = "autograder.service.forward"  # "Check my work": the user's server forwards to the check service
 STUDENT_OFF_LAB = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:course-list",
                    "@jupyter/nbgrader:create-assignment")
 
@@ -142,6 +150,11 @@ def user_processes(users=USERS):
     return [pid for pid, owner in _owners().items() if owner in uids and pid != os.getpid()]
 
 
+def course_processes():
+    """Every process of the course's users and of the check service's user."""
+    return user_processes((*USERS, CHECKER))
+
+
 def _kill(pids, sig):
     for pid in pids:
         try:
@@ -163,11 +176,17 @@ def _alive(pid):
 # ------------------------------------------------------------------------ hub
 
 
+def _install_acl():
+    print("  installing acl (apt-get) for setfacl")
+    _run("apt-get", "update", "-qq")
+    _run("apt-get", "install", "-y", "-qq", "acl", env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+
 class Hub:
     """One JupyterHub for this course: state directory, exchange, course copy, ports."""
 
     def __init__(self, state=DEFAULT_STATE, exchange=DEFAULT_EXCHANGE, port=DEFAULT_PORT, ip="127.0.0.1",
-                 course_name=COURSE_NAME):
+                 course_name=COURSE_NAME, check_service=True, checks_per_hour=CHECKS_PER_HOUR):
         self.state = Path(state)
         self.exchange = Path(exchange)
         self.port = int(port)
@@ -176,6 +195,7 @@ class Hub:
         self.pidfile = self.state / "jupyterhub.pid"
         self.log = self.state / "jupyterhub.log"
         self.settings_file = self.state / "hub.json"
+        self.check_service, self.checks_per_hour = check_service, checks_per_hour
 
     # ---------------------------------------------------------------- set-up
 
@@ -202,6 +222,8 @@ class Hub:
         self._interpreter_access()
         self._exchange()
         self._course(fresh=fresh_course)
+        if self.check_service:
+            self._checker()
         self._jupyter_config()
 
     def _users(self):
@@ -251,9 +273,7 @@ class Hub:
         if not blocked:
             return
         if not shutil.which("setfacl"):
-            print("  installing acl (apt-get) for setfacl")
-            _run("apt-get", "update", "-qq")
-            _run("apt-get", "install", "-y", "-qq", "acl", env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+            _install_acl()
         for path in sorted(blocked):
             if f"group:{GROUP}:--x" in _run("getfacl", "-p", path).stdout:
                 continue
@@ -281,6 +301,38 @@ class Hub:
         _run("chown", "-R", f"{INSTRUCTOR}:{INSTRUCTOR}", self.course)
         os.chmod(self.course, 0o700)
 
+    @property
+    def checker_home(self):
+        return self.state / "checker"
+
+    @property
+    def check_records(self):
+        return self.course / "check_service" / "check_service.db"
+
+    def _checker(self):
+        """The check service's user: reads the course (ACL, read-only, also on what the instructor adds later),
+        writes only its record's directory, which the instructor reads (the class report's "while working")."""
+        try:
+            pwd.getpwnam(CHECKER)
+        except KeyError:
+            _run("useradd", "--system", "--shell", "/usr/sbin/nologin", "--user-group", "--groups", GROUP,
+                 "--home-dir", self.checker_home, "--comment", "sdpa course check service (make hub)", CHECKER)
+        _run("usermod", "--append", "--groups", GROUP, CHECKER)
+        self.checker_home.mkdir(exist_ok=True)
+        _run("chown", f"{CHECKER}:{CHECKER}", self.checker_home)
+        os.chmod(self.checker_home, 0o700)
+        if not shutil.which("setfacl"):
+            _install_acl()
+        instructor_home = home(INSTRUCTOR)
+        _run("setfacl", "-m", f"u:{CHECKER}:x", instructor_home)  # through the home, to the course only
+        _run("setfacl", "-R", "-m", f"u:{CHECKER}:rX", self.course)
+        _run("setfacl", "-R", "-d", "-m", f"u:{CHECKER}:rX", self.course)
+        records = self.check_records.parent
+        records.mkdir(exist_ok=True)
+        _run("setfacl", "-b", "-k", records)
+        _run("chown", f"{CHECKER}:{INSTRUCTOR}", records)
+        os.chmod(records, 0o2750)  # the instructor's group reads; files inherit the group
+
     def _jupyter_config(self):
         """Per-role config dirs, put on each server's JUPYTER_CONFIG_PATH by jupyterhub_config.py."""
         exchange = str(self.exchange)
@@ -299,10 +351,11 @@ class Hub:
                     f"load_subconfig({str(course_config)!r})  # noqa: F821",
                     f"c.CourseDirectory.root = {str(self.course)!r}",
                 ]
-                server = {"ServerApp": {"jpserver_extensions": {}}}
+                server = {"ServerApp": {"jpserver_extensions": {FORWARD: True}}}
                 lab = {"disabledExtensions": {}}
             else:
-                server = {"ServerApp": {"jpserver_extensions": {name: False for name in STUDENT_OFF_SERVER}}}
+                server = {"ServerApp": {"jpserver_extensions": {**{name: False for name in STUDENT_OFF_SERVER},
+                                                                FORWARD: True}}}
                 lab = {"disabledExtensions": {name: True for name in STUDENT_OFF_LAB}}
             lines += [f"c.CourseDirectory.course_id = {COURSE_ID!r}", f"c.Exchange.root = {exchange!r}", ""]
             (conf / "nbgrader_config.py").write_text("\n".join(lines))
@@ -355,6 +408,10 @@ class Hub:
                     "exchange": str(self.exchange),
                     "proxy": str(PROXY), "hub_port": free_port(), "api_port": free_port(),
                     "admin": INSTRUCTOR, "users": list(USERS)}
+        if self.check_service:
+            settings["check_service"] = {"name": CHECK_SERVICE, "user": CHECKER, "port": free_port(),
+                                         "home": str(self.checker_home), "course": str(self.course),
+                                         "records": str(self.check_records), "per_hour": self.checks_per_hour}
         self.settings_file.write_text(json.dumps(settings, indent=1))
         env = {**os.environ, "SDPA_HUB_SETTINGS": str(self.settings_file),
                "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"}
@@ -396,7 +453,7 @@ class Hub:
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 pass
-        leftovers = [p for p in below if _alive(p)] + user_processes()
+        leftovers = [p for p in below if _alive(p)] + course_processes()
         _kill(leftovers, signal.SIGTERM)
         deadline = time.monotonic() + 5
         while any(_alive(p) for p in leftovers) and time.monotonic() < deadline:
@@ -406,7 +463,7 @@ class Hub:
             self.pidfile.unlink()
         except FileNotFoundError:
             pass
-        still = [p for p in [pid, *below, *user_processes()] if p and _alive(p)]
+        still = [p for p in [pid, *below, *course_processes()] if p and _alive(p)]
         return still
 
 

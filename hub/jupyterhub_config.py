@@ -51,3 +51,28 @@ c.Spawner.environment = {
     "LANG": "C.UTF-8",
     "MPLBACKEND": "module://matplotlib_inline.backend_inline",
 }
+
+# The check service ("Check my work"), when hub/control.py set it up: a hub-managed service that runs as its own
+# Unix user and reads the course (an ACL: read-only), reached by each user's server with the server's own token.
+check = settings.get("check_service")
+if check:
+    c.JupyterHub.services = [{
+        "name": check["name"],
+        "url": f"http://127.0.0.1:{check['port']}",
+        "user": check["user"],
+        "cwd": check["home"],
+        "command": [os.path.join(venv_bin, "python"), "-m", "autograder.service", check["course"],
+                    "--per-hour", str(check["per_hour"]), "--records", check["records"],
+                    *(["--show-points"] if check.get("show_points") else []),
+                    *(["--allow-after-due"] if check.get("allow_after_due") else [])],
+        "environment": {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": check["home"],
+                        "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
+                        "SDPA_EXCHANGE_ROOT": settings["exchange"]},  # read by the course's nbgrader_config.py
+        "oauth_no_confirm": True,
+    }]
+    access = f"access:services!service={check['name']}"
+    # Every user may reach the service; the service itself decides what each may read.
+    c.JupyterHub.load_roles = [{"name": "user", "scopes": ["self", access]}]
+    # The token in each user's server ($JUPYTERHUB_API_TOKEN): the defaults, plus reaching the check service.
+    c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", access]
+    c.Spawner.environment["SDPA_CHECK_URL"] = f"http://127.0.0.1:{check['port']}/services/{check['name']}/"

@@ -59,6 +59,7 @@ def _main_has_a_spec():
 SHARED_WORKER = {
     "test_editions.py": "stock-catalogue", "test_pipeline.py": "stock-catalogue",
     "test_hub_browser.py": "unix-users", "test_exchange_flow.py": "unix-users",
+    "test_hub_check_service.py": "unix-users",
 }
 
 

@@ -60,7 +60,8 @@ def hub():
         pytest.skip("a `make hub` instance is running with these users; `make hub-stop` first")
     base = Path(tempfile.mkdtemp(prefix="sdpa-exchange-flow-", dir="/tmp"))
     os.chmod(base, 0o755)
-    hub = control.Hub(state=base / "state", exchange=base / "exchange", course_name="sdpa-course-cli-test")
+    hub = control.Hub(state=base / "state", exchange=base / "exchange", course_name="sdpa-course-cli-test",
+                      check_service=False)
     try:
         with _step("setup (users, exchange, course copy)"):
             hub.setup(fresh_course=True)

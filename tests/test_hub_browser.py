@@ -98,7 +98,7 @@ def hub():
     base = Path(tempfile.mkdtemp(prefix="sdpa-hub-browser-", dir="/tmp"))
     os.chmod(base, 0o755)
     hub = control.Hub(state=base / "state", exchange=base / "exchange", port=control.free_port(),
-                      course_name="sdpa-course-browser-test")
+                      course_name="sdpa-course-browser-test", check_service=False)
     try:
         with _timed("hub: set up users, exchange, course; start"):
             hub.setup(fresh_course=True)

@@ -44,10 +44,17 @@ def load_app(root: Union[str, os.PathLike], args: Sequence[str] = (), require_co
     os.chdir(root)
     try:
         app = AutogradeApp()
+        # nbgrader logs a config file that fails to run and goes on with its defaults (another release
+        # directory, no sandbox): grading a course without its own config must stop here, saying why
+        app.raise_config_file_errors = True
         app.initialize(list(args))
     except SystemExit:
         raise CourseError(f"nbgrader rejected the options {' '.join(args) or '(none)'} or the config in {root} "
                           f"— check them with `nbgrader autograde --help-all`") from None
+    except Exception as exc:  # noqa: BLE001 - whatever the config file raised
+        raise CourseError(f"a config file of the course in {root} failed to run ({type(exc).__name__}: {exc}) — "
+                          "nbgrader would have graded with its defaults; fix nbgrader_config.py (or the file on "
+                          "the Jupyter config path that raised) and run again") from None
     finally:
         os.chdir(old)
     return app

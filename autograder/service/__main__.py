@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 from ..notebook.editions import EDITIONS
 from .app import MAX_REQUEST_BYTES, Settings, make_app
 from .checker import Checker
-from .records import FILENAME, Records
+from .records import DIRECTORY, FILENAME, Records, default_path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,14 +27,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show-points", action="store_true", help="show each part's points in the answer")
     parser.add_argument("--allow-after-due", action="store_true", help="keep checks open past the due date")
     parser.add_argument("--instructor-group", default="instructors", help="hub group whose members read all records")
-    parser.add_argument("--records", help=f"the formative record (default: COURSE/{FILENAME})")
+    parser.add_argument("--records", help=f"the formative record (default: COURSE/{DIRECTORY}/{FILENAME})")
     parser.add_argument("--nbgrader-arg", action="append", default=[], help="passed to the course's grader")
     args = parser.parse_args(argv)
     assignments = args.assignment or list(EDITIONS)
     checker = Checker(args.course, assignments, args.nbgrader_arg, say=lambda line: print(line, file=sys.stderr))
     settings = Settings(args.per_hour, args.show_points, args.allow_after_due, args.instructor_group,
                         due=_due_dates(checker, assignments))
-    records = Records(args.records or os.path.join(args.course, FILENAME))
+    records = Records(args.records or default_path(args.course))
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
     checker.start()
 

@@ -1,8 +1,10 @@
 """The formative record: every check a student ran while working, in a SQLite file the service alone writes.
 
-It lives beside the course's gradebook (``check_service.db`` in the course directory, which students cannot
-write), so `sdpa-course report` can show "while working": per misconception how many students met it and how
-many fixed it before submitting, and checks per student.  One row per check; nothing of the notebook itself.
+It lives beside the course's gradebook (``check_service/check_service.db`` in the course directory, which
+students cannot write), so `sdpa-course report` can show "while working": per misconception how many students
+met it and how many fixed it before submitting, and checks per student.  One row per check; nothing of the
+notebook itself.  Its own directory, because SQLite writes a journal beside the file: on a hub the service runs
+as its own user and may write there and nowhere else in the course (``hub/control.py``).
 """
 from __future__ import annotations
 
@@ -11,9 +13,16 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from typing import Any, Optional, Union
 
+DIRECTORY = "check_service"
 FILENAME = "check_service.db"
+
+
+def default_path(course: Union[str, os.PathLike]) -> str:
+    """Where the service keeps its record in the course at `course` (``--records`` sets another)."""
+    return os.path.join(course, DIRECTORY, FILENAME)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS checks (
     id INTEGER PRIMARY KEY,
@@ -31,16 +40,23 @@ CREATE INDEX IF NOT EXISTS checks_by_student ON checks (assignment, student, at)
 
 
 class Records:
-    """Append and read checks; safe to share between the service's threads."""
+    """Append and read checks; safe to share between the service's threads.  `read_only`: a reader (the class
+    report) that never creates, changes or re-modes the service's file."""
 
-    def __init__(self, path: Union[str, os.PathLike]) -> None:
+    def __init__(self, path: Union[str, os.PathLike], read_only: bool = False) -> None:
         self.path = os.fspath(path)
-        created = not os.path.exists(self.path)
         self._lock = threading.Lock()
+        if read_only:
+            uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=10)
+            return
+        created = not os.path.exists(self.path)
+        if created:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), mode=0o750, exist_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
         self._db.executescript(SCHEMA)
-        if created:  # the service's own file; a reader (the report) leaves its mode as it is
-            os.chmod(self.path, 0o600)
+        if created:  # the service's own file: the instructor's group reads it (the report), no one else
+            os.chmod(self.path, 0o640)
 
     def add(self, student: str, assignment: str, outcome: str, answer: Optional[dict] = None,
             seconds: Optional[float] = None, at: Optional[float] = None) -> None:

@@ -233,7 +233,11 @@ def _one_line_error(args, *, contains):
 
 def test_bad_input_gives_one_line_errors(tmp_path, capsys):
     unreleased = course.make_course(tmp_path / "unreleased")
+    broken = course.make_course(tmp_path / "broken-config")
+    config = broken / "nbgrader_config.py"
+    config.write_text(config.read_text() + "\nraise PermissionError('cannot create the exchange')\n")
     cases = [
+        ((broken, "autograde", "sdpa"), "failed to run (PermissionError: cannot create the exchange)"),
         ((tmp_path / "nowhere", "autograde"), "does not exist"),
         ((tmp_path, "autograde"), "no nbgrader_config.py"),
         ((unreleased, "autograde", "sdpa"), "nbgrader generate_assignment sdpa"),

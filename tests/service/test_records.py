@@ -2,7 +2,7 @@
 import os
 import stat
 
-from autograder.service.records import Records, while_working
+from autograder.service.records import Records, default_path, while_working
 
 
 def _answer(passed, failed, codes):
@@ -10,16 +10,34 @@ def _answer(passed, failed, codes):
             "codes": codes}
 
 
-def test_checks_are_kept_per_student_and_only_the_service_reads_them(tmp_path):
-    records = Records(tmp_path / "check_service.db")
+def test_checks_are_kept_per_student_and_only_the_service_and_the_instructor_read_them(tmp_path):
+    path = default_path(tmp_path)
+    records = Records(path)
     records.add("a", "sdpa", "answered", _answer(["softmax"], ["apply_mask"], ["mask-inverted"]), 1.2, at=10)
     records.add("a", "sdpa", "answered", _answer(["softmax", "apply_mask"], [], []), 1.1, at=20)
     records.add("b", "sdpa", "refused", at=15)
     records.add("c", "sdpa_en", "answered", _answer([], ["softmax"], ["softmax-wrong-dim"]), at=5)
     assert [r["at"] for r in records.of("sdpa")] == [10, 15, 20]
     assert [r["codes"] for r in records.of("sdpa", "a")] == [["mask-inverted"], []]
-    assert stat.S_IMODE(os.stat(tmp_path / "check_service.db").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
     records.close()
+
+
+def test_a_reader_opens_the_record_read_only(tmp_path):
+    """The class report reads the record: it cannot write, and it leaves the file's mode alone."""
+    import sqlite3
+
+    import pytest
+
+    path = default_path(tmp_path)
+    Records(path).close()
+    os.chmod(path, 0o600)
+    reader = Records(path, read_only=True)
+    assert reader.of("sdpa") == []
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        reader.add("a", "sdpa", "answered")
+    reader.close()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
 def test_a_student_who_met_a_mistake_and_submitted_without_it_fixed_it():

@@ -1,6 +1,6 @@
 """The class report's "while working" section, from the check service's record beside the gradebook."""
 from autograder import i18n, report
-from autograder.service.records import FILENAME, Records
+from autograder.service.records import Records, default_path
 
 
 def _row(student, codes):
@@ -8,7 +8,7 @@ def _row(student, codes):
 
 
 def test_the_report_counts_who_met_a_mistake_while_working_and_who_fixed_it(tmp_path):
-    stored = Records(tmp_path / FILENAME)
+    stored = Records(default_path(tmp_path))
     inverted = {"parts": [{"part": "apply_mask", "passes": False}], "codes": ["mask-inverted"]}
     passing = {"parts": [{"part": "apply_mask", "passes": True}], "codes": []}
     stored.add("ana", "sdpa", "answered", inverted, at=1)

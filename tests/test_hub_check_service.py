@@ -1,0 +1,196 @@
+"""The check service on a real JupyterHub (issue 46): `make hub`'s hub starts it as its own Unix user.
+
+Student A checks through their own Jupyter server (what JupyterLab's "Check my work" calls: the server forwards
+with its hub token), sees ``[mask-inverted]`` with its hint, fixes it and sees every part pass; student B, with
+B's own token, cannot read A's checks; the check after the hourly limit is refused with the time of the next.
+The service reads the course read-only and writes only its record, which the instructor can read.
+Figures (seconds to each answer) go to ``.artifacts/hub-check-service/timings.json``.
+"""
+import json
+import os
+import re
+import shutil
+import stat
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from http.cookiejar import CookieJar
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import catalogue
+from autograder.demo import course, submissions
+from hub import control
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / ".artifacts" / "hub-check-service"
+STUDENT_A, STUDENT_B = control.STUDENTS[:2]
+PER_HOUR = 3
+ANSWER_S = 240  # a loaded 2-core machine's bound; the figures say how long it took
+
+pytestmark = [
+    pytest.mark.hub,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the hub's users are local Unix users"),
+    pytest.mark.skipif(not control.PROXY.exists(), reason="configurable-http-proxy missing (run `make hub-deps`)"),
+    pytest.mark.skipif(not shutil.which("bwrap"), reason="no bubblewrap (run `make system-deps`)"),
+]
+TIMINGS = {}
+
+
+@pytest.fixture(scope="module")
+def hub():
+    if control.Hub().pid():
+        pytest.skip("a `make hub` instance is running with these users; `make hub-stop` first")
+    base = Path(tempfile.mkdtemp(prefix="sdpa-hub-check-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    hub = control.Hub(state=base / "state", exchange=base / "exchange", port=control.free_port(),
+                      course_name="sdpa-course-check-test", checks_per_hour=PER_HOUR)
+    try:
+        hub.setup(fresh_course=True)
+        hub.release()
+        hub.start()
+        yield hub
+    finally:
+        still = hub.stop()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / "jupyterhub.log").write_text(hub.log_tail(40000))
+        (ARTIFACTS / "timings.json").write_text(json.dumps(TIMINGS, indent=2) + "\n")
+        shutil.rmtree(hub.course, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
+        assert not still, f"processes left running after the hub stopped: {still}"
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None  # a redirect (to the hub's login) is an answer, not a page to follow
+
+
+class Session:
+    """One person's browser-like session on the hub: logged in with their password, holding a token."""
+
+    def __init__(self, hub, user):
+        self.hub, self.user, self.jar = hub, user, CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+        self.opener.open(f"{hub.url}/hub/login", timeout=60).read()
+        form = {"username": user, "password": hub.passwords()[user], "_xsrf": self._xsrf()}
+        self.opener.open(urllib.request.Request(f"{hub.url}/hub/login?next=", method="POST",
+                                                data=urllib.parse.urlencode(form).encode()), timeout=120).read()
+        status, token = self.call("POST", f"/hub/api/users/{user}/tokens", {"note": "check service test"},
+                                  cookie=True)
+        assert status == 201, token
+        self.token = token["token"]
+
+    def _xsrf(self):
+        return next(c.value for c in self.jar if c.name == "_xsrf")
+
+    def call(self, method, path, body=None, cookie=False, token=None):
+        headers = {"Content-Type": "application/json"}
+        if cookie:
+            headers["X-XSRFToken"] = self._xsrf()
+        else:
+            headers["Authorization"] = f"token {token or self.token}"
+        request = urllib.request.Request(self.hub.url + path, method=method, headers=headers,
+                                         data=None if body is None else json.dumps(body).encode())
+        try:
+            with (self.opener if cookie else urllib.request.build_opener(_NoRedirect)).open(request,
+                                                                                           timeout=120) as reply:
+                return reply.status, json.loads(reply.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            text = exc.read()
+            try:
+                return exc.code, json.loads(text)
+            except ValueError:
+                return exc.code, {"raw": text.decode(errors="replace")[:500]}
+
+
+def _notebook(hub, sample_name, assignment):
+    (sample,) = [s for s in catalogue.CATALOGUE if s.name == sample_name]
+    return json.loads(nbformat.writes(submissions.build(sample, course.release_notebook(hub.course, assignment))))
+
+
+def _server(session):
+    """Start the user's own Jupyter server and wait until it answers (what logging in to JupyterLab does)."""
+    status, body = session.call("POST", f"/hub/api/users/{session.user}/server")
+    assert status in (201, 202, 400), body  # 400: already running
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        status, body = session.call("GET", f"/hub/api/users/{session.user}")
+        if body.get("servers", {}).get("", {}).get("ready"):
+            return
+        time.sleep(1)
+    raise AssertionError(f"{session.user}'s server did not start: {body}")
+
+
+def _check(session, assignment, notebook, via):
+    """Post a check and wait for its answer; (answer, seconds from the press to the answer)."""
+    started = time.monotonic()
+    status, body = session.call("POST", via, {"assignment": assignment, "notebook": notebook})
+    if status != 202:
+        return status, body, time.monotonic() - started
+    while time.monotonic() - started < ANSWER_S:
+        status, body = session.call("GET", f"{via}?assignment={assignment}")
+        if body.get("state") not in ("waiting", "grading"):
+            return status, body, time.monotonic() - started
+        time.sleep(0.25)
+    raise AssertionError(f"no answer within {ANSWER_S} s: {body}")
+
+
+def test_students_check_their_work_through_the_hub(hub):
+    a, b = Session(hub, STUDENT_A), Session(hub, STUDENT_B)
+    service = f"/services/{control.CHECK_SERVICE}/api"
+    own_server = f"/user/{STUDENT_A}/sdpa-check/api/check"
+    _server(a)
+
+    # the service started as its own user, and is warm once it answers
+    deadline = time.monotonic() + 300
+    while a.call("GET", f"{service}/check?assignment=sdpa_en")[0] != 200:
+        assert time.monotonic() < deadline, hub.log_tail()
+        time.sleep(1)
+    owners = {os.stat(f"/proc/{pid}").st_uid for pid in control.user_processes((control.CHECKER,))}
+    assert owners == {control.uid(control.CHECKER)}, "the check service does not run as its own user"
+
+    # A, through their own server (JupyterLab's button): the inverted mask is named, with its hint
+    status, buggy, seconds = _check(a, "sdpa_en", _notebook(hub, "bug-mask-inverted", "sdpa_en"), own_server)
+    TIMINGS["inverted mask: press to answer (s)"] = round(seconds, 2)
+    assert status == 200 and buggy["state"] == "answered", buggy
+    assert buggy["codes"] == ["mask-inverted"] and not buggy["passes"], buggy
+    mistake = next(m for p in buggy["parts"] for m in p.get("mistakes", []) if m["code"] == "mask-inverted")
+    assert mistake.get("hint"), mistake
+    status, fixed, seconds = _check(a, "sdpa_en", _notebook(hub, "correct-reference", "sdpa_en"), own_server)
+    TIMINGS["fixed: press to answer (s)"] = round(seconds, 2)
+    assert fixed["state"] == "answered" and fixed["passes"] and all(p["passes"] for p in fixed["parts"]), fixed
+
+    # B reads only B's own checks, with B's own token
+    assert b.call("GET", f"{service}/records/{STUDENT_A}?assignment=sdpa_en")[0] == 403
+    status, own = b.call("GET", f"{service}/records/{STUDENT_B}?assignment=sdpa_en")
+    assert status == 200 and own["checks"] == []
+    status, mine = a.call("GET", f"{service}/records/{STUDENT_A}?assignment=sdpa_en")
+    assert [c["codes"] for c in mine["checks"]] == [["mask-inverted"], []]
+    # a token without the service's scope gets nothing; no token gets nothing
+    status, scoped = a.call("POST", f"/hub/api/users/{STUDENT_A}/tokens", {"scopes": ["read:users:name!user"]},
+                            cookie=True)
+    assert status == 201, scoped
+    assert a.call("GET", f"{service}/check?assignment=sdpa_en", token=scoped["token"])[0] == 403
+    assert a.call("GET", f"{service}/check?assignment=sdpa_en", token="not-a-token")[0] in (302, 403)
+
+    # the check after the hourly limit (PER_HOUR) is refused, with when the next is allowed
+    status, last, _ = _check(a, "sdpa_en", _notebook(hub, "correct-reference", "sdpa_en"), own_server)
+    assert status == 200, last
+    status, refused, _ = _check(a, "sdpa_en", _notebook(hub, "correct-reference", "sdpa_en"), own_server)
+    assert status == 429 and re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", refused["message"]), refused
+
+    # the record: the service's own file, which the instructor reads and the students cannot
+    record = hub.check_records
+    info = os.stat(record)
+    assert info.st_uid == control.uid(control.CHECKER) and stat.S_IMODE(info.st_mode) == 0o640
+    read = ("from autograder.service.records import Records\nimport sys, json\n"
+            "print(json.dumps([c['codes'] for c in Records(sys.argv[1], read_only=True).of('sdpa_en')]))")
+    shown = hub.run_as(control.INSTRUCTOR, control.VENV_BIN / "python", "-c", read, record, cwd=control.ROOT)
+    assert json.loads(shown.stdout)[:2] == [["mask-inverted"], []]
+    probe = hub.run_as(STUDENT_B, control.VENV_BIN / "python", "-c", f"open({str(record)!r}, 'rb')", check=False)
+    assert probe.returncode != 0 and "PermissionError" in probe.stderr
