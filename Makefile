@@ -6,7 +6,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # CPU machines: pin the CPU build of torch (an unpinned torch pulls a multi-GB CUDA build).
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: install kernel-tripwires system-deps hub-deps test-deps hub hub-root-check hub-stop notebooks release messages demo lint test test-fast docs gpu-check bench clean
+.PHONY: install kernel-tripwires system-deps lab-extension hub-deps test-deps hub hub-root-check hub-stop notebooks release messages demo lint test test-fast docs gpu-check bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -30,7 +30,23 @@ hub/node_modules/.installed: hub/package.json hub/package-lock.json
 	@if command -v npm >/dev/null; then cd hub && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
 	else echo "WARNING: no npm: configurable-http-proxy not installed; \`make hub\` and the hub tests need Node.js and npm." >&2; fi
 
-hub-deps: install hub/node_modules/.installed
+# JupyterLab's "Check my work" (labextension/, a prebuilt extension): its build tools from npm, pinned in
+# labextension/package-lock.json; built against this venv's JupyterLab and put where the venv's JupyterLab loads it.
+LABEXT_DEST := $(VENV)/share/jupyter/labextensions/sdpa-check-my-work
+labextension/node_modules/.installed: labextension/package.json labextension/package-lock.json
+	@if command -v npm >/dev/null; then cd labextension && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
+	else echo "WARNING: no npm: JupyterLab's Check my work button is not built." >&2; fi
+
+$(LABEXT_DEST)/package.json: labextension/node_modules/.installed labextension/lib/index.js labextension/style/index.css
+	@if [ -d labextension/node_modules/@jupyterlab/builder ]; then \
+	  cd labextension && rm -rf build && node node_modules/@jupyterlab/builder/lib/build-labextension.js \
+	    --core-path "$$($(abspath $(PY)) -c 'import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), "staging"))')" . >/dev/null \
+	  && rm -rf $(abspath $(LABEXT_DEST)) && mkdir -p $(abspath $(dir $(LABEXT_DEST))) \
+	  && cp -r build/sdpa-check-my-work $(abspath $(LABEXT_DEST)) && echo "built JupyterLab's Check my work into $(LABEXT_DEST)"; fi
+
+lab-extension: install $(LABEXT_DEST)/package.json
+
+hub-deps: install hub/node_modules/.installed lab-extension
 
 # axe-core (the accessibility engine of the browser tests) from npm, pinned in tests/support/axe/package-lock.json.
 AXE_DIR := tests/support/axe

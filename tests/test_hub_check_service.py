@@ -1,10 +1,12 @@
 """The check service on a real JupyterHub (issue 46): `make hub`'s hub starts it as its own Unix user.
 
-Student A checks through their own Jupyter server (what JupyterLab's "Check my work" calls: the server forwards
-with its hub token), sees ``[mask-inverted]`` with its hint, fixes it and sees every part pass; student B, with
-B's own token, cannot read A's checks; the check after the hourly limit is refused with the time of the next.
+In headless Chromium, student C (JupyterLab in Chinese) presses "Check my work" on ``sdpa`` with an inverted mask
+and sees ``[mask-inverted]`` with its hint in the side panel; fixes the cell in the editor (unsaved) and presses
+again: every part passes; the check after the hourly limit is refused, with the time of the next.  Student B
+(English) does the first step on ``sdpa_en``.  Over the API: student A checks through their own Jupyter server
+(what the button calls: the server forwards with its hub token); B, with B's own token, cannot read A's checks.
 The service reads the course read-only and writes only its record, which the instructor can read.
-Figures (seconds to each answer) go to ``.artifacts/hub-check-service/timings.json``.
+Screenshots and figures (seconds from press to answer) go to ``.artifacts/hub-check-service/``.
 """
 import json
 import os
@@ -25,10 +27,16 @@ import pytest
 import catalogue
 from autograder.demo import course, submissions
 from hub import control
+from tests.support import browser as lab_ui
+
+try:
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # pragma: no cover - depends on the environment
+    sync_playwright = None
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / ".artifacts" / "hub-check-service"
-STUDENT_A, STUDENT_B = control.STUDENTS[:2]
+STUDENT_A, STUDENT_B, STUDENT_C = control.STUDENTS
 PER_HOUR = 3
 ANSWER_S = 240  # a loaded 2-core machine's bound; the figures say how long it took
 
@@ -46,6 +54,7 @@ TIMINGS = {}
 def hub():
     if control.Hub().pid():
         pytest.skip("a `make hub` instance is running with these users; `make hub-stop` first")
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # no screenshots left from an earlier run
     base = Path(tempfile.mkdtemp(prefix="sdpa-hub-check-", dir="/tmp"))
     os.chmod(base, 0o755)
     hub = control.Hub(state=base / "state", exchange=base / "exchange", port=control.free_port(),
@@ -168,7 +177,7 @@ def test_students_check_their_work_through_the_hub(hub):
     # B reads only B's own checks, with B's own token
     assert b.call("GET", f"{service}/records/{STUDENT_A}?assignment=sdpa_en")[0] == 403
     status, own = b.call("GET", f"{service}/records/{STUDENT_B}?assignment=sdpa_en")
-    assert status == 200 and own["checks"] == []
+    assert status == 200 and {c["student"] for c in own["checks"]} <= {STUDENT_B}
     status, mine = a.call("GET", f"{service}/records/{STUDENT_A}?assignment=sdpa_en")
     assert [c["codes"] for c in mine["checks"]] == [["mask-inverted"], []]
     # a token without the service's scope gets nothing; no token gets nothing
@@ -194,3 +203,92 @@ def test_students_check_their_work_through_the_hub(hub):
     assert json.loads(shown.stdout)[:2] == [["mask-inverted"], []]
     probe = hub.run_as(STUDENT_B, control.VENV_BIN / "python", "-c", f"open({str(record)!r}, 'rb')", check=False)
     assert probe.returncode != 0 and "PermissionError" in probe.stderr
+
+
+# ------------------------------------------------------------------ in JupyterLab
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+EDITION = {STUDENT_C: "sdpa", STUDENT_B: "sdpa_en"}
+
+
+def _place_notebook(user, sample_name, assignment):
+    """The student's working copy, as if fetched and written: the released notebook with the sample's answers."""
+    (sample,) = [s for s in catalogue.CATALOGUE if s.name == sample_name]
+    folder = control.home(user) / assignment
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{assignment}.ipynb"
+    nbformat.write(submissions.build(sample, nbformat.read(str(lab_ui.release(assignment)), as_version=4)), str(path))
+    shutil.chown(folder, user, user)
+    shutil.chown(path, user, user)
+
+
+def _open(browser, hub, user, assignment):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(ANSWER_S * 1000)
+    page = context.new_page()
+    page.goto(f"{hub.url}/hub/login")
+    page.fill("#username_input", user)
+    page.fill("#password_input", hub.passwords()[user])
+    page.click("#login_submit")
+    page.wait_for_url(re.compile(rf"/user/{user}/lab"))
+    page.goto(f"{hub.url}/user/{user}/lab/tree/{assignment}/{assignment}.ipynb")
+    cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(len(lab_ui.release_cells(assignment)))
+    return page
+
+
+def _press(page, name):
+    """Press the toolbar's "Check my work"; the panel once it shows an answer or a refusal, and the seconds."""
+    panel = page.locator("#sdpa-check-results")
+    started = time.monotonic()
+    page.locator(".sdpa-check-button button, button.sdpa-check-button").first.click()
+    try:
+        expect(panel.locator(".sdpa-check-summary, .sdpa-check-error")).to_be_visible()
+    except AssertionError:
+        lab_ui.shot(page, f"failed-{name}", ARTIFACTS)
+        raise
+    TIMINGS[f"{name}: press to answer in the panel (s)"] = round(time.monotonic() - started, 2)
+    lab_ui.shot(page, name, ARTIFACTS)
+    return panel
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(sync_playwright is None, reason="playwright is not installed (pip install -e '.[browser]')")
+@pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (run `make system-deps`)")
+def test_check_my_work_in_jupyterlab_in_both_languages(hub):
+    for user, assignment in EDITION.items():
+        _place_notebook(user, "bug-mask-inverted", assignment)
+    expect.set_options(timeout=ANSWER_S * 1000)
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            # C, in Chinese: the mistake, named, with its hint
+            page = _open(chromium, hub, STUDENT_C, "sdpa")
+            expect(page.locator(".sdpa-check-button")).to_contain_text("检查我的作业")
+            panel = _press(page, "zh-1-mask-inverted")
+            expect(panel.locator(".sdpa-check-code")).to_have_text("[mask-inverted]")
+            expect(panel.locator(".sdpa-check-hint").first).to_contain_text("提示")
+            expect(panel.locator(".sdpa-check-fail")).to_have_count(1)
+            # fixed in the editor, not saved: the check reads what the editor holds
+            (index, _cell), = [(i, c) for i, c in lab_ui.answer_cells("sdpa") if lab_ui.grade_id(c) == "apply_mask"]
+            lab_ui.type_into(page, index, lab_ui.reference_answers("sdpa")["apply_mask"])
+            expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(1)
+            panel = _press(page, "zh-2-fixed-unsaved")
+            expect(panel.locator(".sdpa-check-summary")).to_have_text("每一部分都通过了。")
+            expect(panel.locator(".sdpa-check-fail")).to_have_count(0)
+            _press(page, "zh-3-third-check")
+            panel = _press(page, "zh-4-over-the-hourly-limit")
+            expect(panel.locator(".sdpa-check-error")).to_contain_text(str(PER_HOUR))
+            page.context.close()
+            # B, in English
+            page = _open(chromium, hub, STUDENT_B, "sdpa_en")
+            expect(page.locator(".sdpa-check-button")).to_contain_text("Check my work")
+            panel = _press(page, "en-1-mask-inverted")
+            expect(panel.locator(".sdpa-check-code")).to_have_text("[mask-inverted]")
+            expect(panel.locator(".sdpa-check-hint").first).to_contain_text("Hint")
+            assert not re.search(r"[\u4e00-\u9fff]", panel.inner_text()), "Chinese in the English panel"
+            page.context.close()
+        finally:
+            chromium.close()

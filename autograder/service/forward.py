@@ -1,5 +1,6 @@
 """A Jupyter server extension in each user's own server: ``{base_url}sdpa-check/api/check`` forwards a check to
-the check service with the server's hub token, so the hub, not the request, says who is asking.
+the check service with the server's hub token, so the hub, not the request, says who is asking; and
+``{base_url}sdpa-check/api/labels`` gives JupyterLab's button and panel their words (``labextension/``).
 
 JupyterLab's "Check my work" talks to its own server (same origin, the server's XSRF check); the server adds
 ``Authorization: token $JUPYTERHUB_API_TOKEN``, whose owner is the server's user and whose scopes
@@ -15,6 +16,9 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
+from .. import i18n
+from ..i18n import _
+from ..notebook.editions import EDITIONS, language_of
 from ..notebook.submission import MAX_SUBMISSION_BYTES
 
 URL_ENV = "SDPA_CHECK_URL"  # the service's address inside the hub (hub/jupyterhub_config.py sets it)
@@ -60,10 +64,35 @@ class ForwardHandler(APIHandler):
         await self._forward("GET", f"api/check?assignment={quote(assignment)}")
 
 
+def labels(assignment: str) -> dict[str, str]:
+    """The words of JupyterLab's button and panel, in the assignment's language (the answer's own words come
+    from the service, in the same language)."""
+    with i18n.using(language_of(assignment)):
+        return {"language": language_of(assignment), "button": _("检查我的作业"),
+                "tooltip": _("用评分时的隐藏检查检查这份笔记本（包括还没保存的修改）；不计分"),
+                "title": _("检查结果"), "passes": _("通过"), "needs_work": _("需要修改"),
+                "held": _("等待老师复核"), "all_pass": _("每一部分都通过了。"),
+                "some_fail": _("有 {count} 个部分需要修改。"), "waiting": _("排队中：前面还有 {place} 份"),
+                "grading": _("正在检查……"), "example": _("最小的失败例子"), "hint": _("提示"),
+                "no_answer": _("检查服务没有回答，请稍后再试。"), "seconds": _("用时 {seconds} 秒"),
+                "points": _("{points} / {max_points} 分")}
+
+
+class LabelsHandler(APIHandler):
+    @web.authenticated
+    def get(self) -> None:
+        assignment = self.get_argument("assignment", "")
+        if assignment not in EDITIONS:
+            raise web.HTTPError(404, "not one of the course's notebooks")
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.finish(json.dumps(labels(assignment), ensure_ascii=False))
+
+
 def _jupyter_server_extension_points() -> list[dict]:
     return [{"module": __name__}]
 
 
 def _load_jupyter_server_extension(serverapp) -> None:
     base = serverapp.web_app.settings["base_url"]
-    serverapp.web_app.add_handlers(".*$", [(base.rstrip("/") + "/sdpa-check/api/check", ForwardHandler)])
+    serverapp.web_app.add_handlers(".*$", [(base.rstrip("/") + "/sdpa-check/api/check", ForwardHandler),
+                                           (base.rstrip("/") + "/sdpa-check/api/labels", LabelsHandler)])
