@@ -11,13 +11,18 @@ An instructor is a hub admin or a member of the hub group `instructor_group`; ev
 from __future__ import annotations
 
 import json
+import math
 import os
+import time
 from datetime import datetime, timezone
 from typing import Any, Optional
 
 from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from tornado import web
 
+from .. import i18n
+from ..i18n import _
+from ..notebook.editions import EDITIONS, language_of
 from ..notebook.submission import MAX_SUBMISSION_BYTES
 from .checker import Checker
 from .policy import RateLimit, closed
@@ -38,10 +43,21 @@ class _Handler(HubOAuthenticated, web.RequestHandler):
         self.checker, self.records, self.limit, self.policy = checker, records, limit, settings
 
     def reply(self, status: int, body: dict[str, Any]) -> None:
+        """A JSON answer; its message in the language of the assignment asked about (the course's, if none)."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.set_header("Cache-Control", "no-store")
         self.finish(json.dumps(body, ensure_ascii=False))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Errors as JSON too (JupyterLab's panel shows `message`), never tornado's HTML page."""
+        error = kwargs.get("exc_info", (None, None))[1]
+        message = getattr(error, "log_message", None) or self._reason
+        self.reply(status_code, {"message": message})
+
+    def speaking(self, assignment: Any):
+        """Build messages in the language of `assignment`'s edition (the course's own if it is not one)."""
+        return i18n.using(language_of(assignment if assignment in EDITIONS else None))
 
     @property
     def student(self) -> str:
@@ -53,7 +69,9 @@ class _Handler(HubOAuthenticated, web.RequestHandler):
 
     def assignment(self, value: Any) -> str:
         if not isinstance(value, str) or value not in self.checker.graders:
-            raise web.HTTPError(400, f"assignment must be one of {', '.join(self.checker.graders)}")
+            with self.speaking(value):
+                raise web.HTTPError(400, _("这里能检查的作业是：{assignments}").format(
+                    assignments=", ".join(self.checker.graders)))
         return value
 
 
@@ -63,26 +81,35 @@ class CheckHandler(_Handler):
         try:
             body = json.loads(self.request.body)
         except ValueError:
-            return self.reply(400, {"message": "the request is not JSON"})
+            body = None
         if not isinstance(body, dict) or not isinstance(body.get("notebook"), dict):
-            return self.reply(400, {"message": "send {\"assignment\": ..., \"notebook\": <the notebook's JSON>}"})
+            with self.speaking(None):
+                return self.reply(400, {"message": _(
+                    "请求应当是 JSON：{{\"assignment\": ..., \"notebook\": 笔记本的 JSON}}")})
         assignment = self.assignment(body.get("assignment"))
+        with self.speaking(assignment):
+            return self._queue(assignment, body["notebook"])
+
+    def _queue(self, assignment: str, notebook_json: dict) -> None:
         if closed(self.policy.due.get(assignment), self.policy.allow_after_due):
-            return self.reply(403, {"message": "checks are closed: the assignment is past its due date"})
-        notebook = json.dumps(body["notebook"], ensure_ascii=False).encode("utf-8")
+            return self.reply(403, {"message": _("已过截止时间，检查已经关闭。")})
+        notebook = json.dumps(notebook_json, ensure_ascii=False).encode("utf-8")
         waiting = self.checker.queue.place(self.student) is not None  # a second press while waiting costs nothing
         if not waiting:
             later = self.limit.take(self.student)
             if later is not None:
-                at = datetime.fromtimestamp(later, timezone.utc).isoformat(timespec="seconds")
+                when = datetime.fromtimestamp(later, timezone.utc)
                 self.records.add(self.student, assignment, "refused")
-                return self.reply(429, {"message": f"{self.limit.per_hour} checks an hour: the next is allowed at "
-                                                   f"{at}", "next": at})
+                minutes = max(1, math.ceil((later - time.time()) / 60))
+                message = _("每小时最多检查 {per_hour} 次：下一次可以在 {time} UTC"
+                            "（约 {minutes} 分钟后）检查。").format(per_hour=self.limit.per_hour,
+                                                             time=when.strftime("%H:%M"), minutes=minutes)
+                return self.reply(429, {"message": message, "next": when.isoformat(timespec="seconds")})
         place = self.checker.queue.put(self.student, (assignment, notebook, self.policy.show_points, self._done))
         if place is None:
             if not waiting:
                 self.limit.give_back(self.student)  # a check that never ran does not count
-            return self.reply(503, {"message": "the checker is busy: try again in a minute"})
+            return self.reply(503, {"message": _("检查服务正忙，请一分钟后再试。")})
         self.reply(202, {"state": "waiting", "place": place})
 
     def _done(self, student: str, assignment: str, reply: dict) -> None:
@@ -101,9 +128,10 @@ class CheckHandler(_Handler):
 class RecordsHandler(_Handler):
     @web.authenticated
     def get(self, student: str) -> None:
-        if student != self.student and not self.is_instructor():
-            return self.reply(403, {"message": "you can read only your own checks"})
         assignment = self.assignment(self.get_argument("assignment", None))
+        if student != self.student and not self.is_instructor():
+            with self.speaking(assignment):
+                return self.reply(403, {"message": _("你只能查看自己的检查记录。")})
         self.reply(200, {"student": student, "checks": self.records.of(assignment, student)})
 
 

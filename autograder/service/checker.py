@@ -14,10 +14,13 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Optional, Union
 
+from .. import i18n
 from ..batch.bundle import make_bundle
 from ..batch.coursedir import check_course, load_app
 from ..batch.worker import Grader, collector_paused, sandbox_or_refuse
 from ..grading import record
+from ..i18n import _
+from ..notebook.editions import language_of
 from ..notebook.submission import MAX_SUBMISSION_BYTES
 from .answer import answer
 from .policy import FairQueue
@@ -55,25 +58,32 @@ class Checker:
     def grade(self, student: str, assignment: str, notebook: bytes, show_points: bool = False) -> dict[str, Any]:
         """Grade one notebook now (the queue's worker calls this); the answer, or CheckRefused."""
         if assignment not in self.graders:
-            raise CheckRefused(f"no assignment {assignment!r} here; the course's are {', '.join(self.graders)}")
-        if len(notebook) > MAX_SUBMISSION_BYTES:
-            raise CheckRefused(f"the notebook is {len(notebook) / 2**20:.0f} MiB, over the "
-                               f"{MAX_SUBMISSION_BYTES // 2**20} MiB a submission may hold: clear its outputs "
-                               "(Edit > Clear Outputs of All Cells), save, and check again")
-        try:
-            json.loads(notebook)
-        except ValueError as exc:
-            raise CheckRefused(f"the notebook is not valid JSON ({exc}); save it again from JupyterLab") from None
+            raise CheckRefused(_("这里能检查的作业是：{assignments}").format(assignments=", ".join(self.graders)))
+        with i18n.using(language_of(assignment)):
+            self._readable(notebook)
         started = time.perf_counter()
         result = self.graders[assignment].grade({"student": student + CHECK_SUFFIX, "more": True,
                                                  "files": {f"{assignment}.ipynb": (notebook, 0o644)}})
         if not result.get("ok"):
             failure = result.get("failure") or {}
-            raise CheckRefused(f"the notebook could not be graded: {failure.get('reason', 'unknown error')}")
+            with i18n.using(language_of(assignment)):
+                raise CheckRefused(_("这份笔记本没法评分：{reason}").format(reason=failure.get("reason", "?")))
         graded = json.loads(result["files"][record.filename(assignment)][0])
         reply = answer(graded, show_points)
         reply["seconds"] = round(time.perf_counter() - started, 2)
         return reply
+
+    @staticmethod
+    def _readable(notebook: bytes) -> None:
+        if len(notebook) > MAX_SUBMISSION_BYTES:
+            raise CheckRefused(_("这份笔记本有 {size:.0f} MiB，超过了提交允许的 {limit} MiB："
+                                 "清除输出（编辑 > 清除所有单元格的输出），保存，再检查一次。").format(
+                size=len(notebook) / 2**20, limit=MAX_SUBMISSION_BYTES // 2**20))
+        try:
+            json.loads(notebook)
+        except ValueError as exc:
+            raise CheckRefused(_("这份笔记本不是有效的 JSON（{error}）；请在 JupyterLab 里重新保存。").format(
+                error=exc)) from None
 
     # -- the queue's worker -------------------------------------------------
     def start(self) -> None:
@@ -93,8 +103,9 @@ class Checker:
             except CheckRefused as exc:
                 reply = {"state": "refused", "message": str(exc)}
             except Exception as exc:  # noqa: BLE001 - one notebook's failure must not stop the service
-                reply = {"state": "failed", "message": f"the grader failed ({type(exc).__name__}); tell your "
-                                                       "instructor"}
+                with i18n.using(language_of(assignment)):
+                    reply = {"state": "failed", "message": _("评分程序出错了（{error}）；请告诉老师。").format(
+                        error=type(exc).__name__)}
             with self._done:
                 self.results[(student, assignment)] = reply
                 self._done.notify_all()

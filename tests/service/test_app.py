@@ -4,6 +4,7 @@ own checks, the hourly limit, a notebook graded with the final grading's engine.
 The hub is a stand-in that answers the one question a service asks it (``GET /hub/api/user`` with a token);
 the service on a real hub, behind JupyterLab's button, is still to be built (issue 46)."""
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -122,7 +123,9 @@ def test_the_check_past_the_hourly_limit_is_refused_with_the_next_time(service):
         replies.append(_call(f"{service['base']}/check", "tok-bob", {"assignment": "sdpa", "notebook": fixed}))
         _answer(service, "tok-bob")
     assert [status for status, _ in replies] == [202, 202, 202, 429]
-    assert "3 checks an hour" in replies[-1][1]["message"] and replies[-1][1]["next"]
+    # in the assignment's language (sdpa: Chinese), with the time of the next allowed check
+    assert "每小时最多检查 3 次" in replies[-1][1]["message"] and replies[-1][1]["next"]
+    assert re.search(r"\d\d:\d\d UTC", replies[-1][1]["message"])
 
 
 @pytest.mark.parametrize("token", [None, "forged"])

@@ -46,10 +46,12 @@ def test_a_check_never_uses_the_final_grading_seeds(checker, released, monkeypat
     assert "bob+check" in students and "bob" not in students, students
 
 
-@pytest.mark.parametrize("notebook, words", [(b"{not json", "not valid JSON"),
-                                             (b" " * (64 * 2**20 + 1), "over the 64 MiB")])
-def test_a_notebook_it_cannot_grade_is_refused_with_what_to_do(checker, notebook, words):
-    with pytest.raises(CheckRefused, match=words):
-        checker.grade("carol", "sdpa", notebook)
-    with pytest.raises(CheckRefused, match="no assignment"):
+@pytest.mark.parametrize("notebook, words", [(b"{not json", {"sdpa_en": "not valid JSON", "sdpa": "不是有效的 JSON"}),
+                                             (b" " * (64 * 2**20 + 1), {"sdpa_en": "over the 64 MiB",
+                                                                        "sdpa": "超过了提交允许的 64 MiB"})])
+def test_a_notebook_it_cannot_grade_is_refused_with_what_to_do_in_its_language(checker, notebook, words):
+    for assignment, said in words.items():
+        with pytest.raises(CheckRefused, match=said):
+            checker.grade("carol", assignment, notebook)
+    with pytest.raises(CheckRefused, match="sdpa, sdpa_en"):
         checker.grade("carol", "other", json.dumps({}).encode())
