@@ -20,6 +20,7 @@ COMMANDS = {
     "guard-cost": "guard_cost",
     "cell-times": "cell_times",
     "torch-threads": "torch_threads",
+    "check-service": "check_service",
 }
 
 
