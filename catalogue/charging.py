@@ -591,9 +591,10 @@ HONEST = {
     "attack-charge-stateful-output-used-k": "output-used-k",
     "attack-charge-stateful-scale-wrong-dim": "scale-wrong-dim",
 }
-# Submissions whose answers depend on how fast the grader calls them (a 50 ms window after scale_scores):
-# two gradings of them can differ, whatever the grader does; their bound is checked in-process.
-MACHINE_DEPENDENT = ("attack-charge-timing",)
+# Submissions whose answers depend on how fast the grader calls them (a 50 ms window after scale_scores), or
+# whose runner stops itself after each reply (which checks got their answer first depends on the machine's
+# load): two gradings of them can differ, whatever the grader does; what each may give is in its Sample.
+MACHINE_DEPENDENT = ("attack-charge-timing", "attack-stop-and-small-pipe")
 # Attacks with two or three mistakes: each answer cell alone is one of them.
 TWO_MISTAKES = ("attack-charge-lone-output-behind-dtype", "attack-charge-raising-behind-dtype",
                 "attack-charge-wrong-values-behind-transpose", "attack-charge-overflow-text",

@@ -306,8 +306,9 @@ EVIDENCE = [
     Sample("attack-deep-expression", "attack", "full", append=(DEEP_EXPRESSION,),
            note="the static scan must not crash the grader", held=True),
     Sample("attack-stop-and-small-pipe", "attack", "lose", append=(STOP_AND_SMALL_PIPE, BIG_CELL),
-           lose=tuple(g for g in TENSOR_PARTS) + ANSWER_PARTS,
-           note="every wait on the runner has a wall-clock deadline (it loses all, so nothing is held)"),
+           lose=tuple(g for g in TENSOR_PARTS) + ANSWER_PARTS, held=None,
+           note="every wait on the runner has a wall-clock deadline; it loses all, or, where a check got its "
+                "answer before the runner stopped (a loaded machine), those points are held for review"),
     Sample("attack-runner-out-of-gc-sight", "attack", "full",
            append=(STOP_AND_SMALL_PIPE.replace("gc.unfreeze()\n", ""), BIG_CELL),
            note="without gc.unfreeze() the runner is not in gc.get_objects(), forked or fresh alike: the same "

@@ -138,7 +138,8 @@ def _server(session):
 def _check(session, assignment, notebook, via):
     """Post a check and wait for its answer; (answer, seconds from the press to the answer)."""
     started = time.monotonic()
-    status, body = session.call("POST", via, {"assignment": assignment, "notebook": notebook})
+    status, body = session.call("POST", f"{via}?assignment={assignment}", {"assignment": assignment,
+                                                                          "notebook": notebook})
     if status != 202:
         return status, body, time.monotonic() - started
     while time.monotonic() - started < ANSWER_S:
@@ -191,7 +192,8 @@ def test_students_check_their_work_through_the_hub(hub):
     status, last, _ = _check(a, "sdpa_en", _notebook(hub, "correct-reference", "sdpa_en"), own_server)
     assert status == 200, last
     status, refused, _ = _check(a, "sdpa_en", _notebook(hub, "correct-reference", "sdpa_en"), own_server)
-    assert status == 429 and re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", refused["message"]), refused
+    assert status == 429 and re.search(r"next is allowed at \d\d:\d\d UTC", refused["message"]), refused
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d", refused["next"]), refused
 
     # the record: the service's own file, which the instructor reads and the students cannot
     record = hub.check_records
@@ -290,5 +292,40 @@ def test_check_my_work_in_jupyterlab_in_both_languages(hub):
             expect(panel.locator(".sdpa-check-hint").first).to_contain_text("Hint")
             assert not re.search(r"[\u4e00-\u9fff]", panel.inner_text()), "Chinese in the English panel"
             page.context.close()
+        finally:
+            chromium.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(sync_playwright is None, reason="playwright is not installed (pip install -e '.[browser]')")
+@pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (run `make system-deps`)")
+def test_the_class_report_shows_what_students_met_while_working(hub):
+    """After the checks above, C submits the fixed notebook (the copy in submitted/ stands for nbgrader's
+    collect, which tests/test_exchange_flow.py runs), the instructor grades it and writes the report: its
+    "While working" section counts C as having met [mask-inverted] and fixed it before submitting."""
+    folder = hub.course / "submitted" / STUDENT_C / "sdpa"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(control.home(STUDENT_C) / "sdpa" / "sdpa.ipynb", folder / "sdpa.ipynb")
+    (sample,) = [s for s in catalogue.CATALOGUE if s.name == "correct-reference"]
+    nbformat.write(submissions.build(sample, nbformat.read(str(lab_ui.release("sdpa")), as_version=4)),
+                   str(folder / "sdpa.ipynb"))
+    for path in (hub.course / "submitted", *(hub.course / "submitted").rglob("*")):
+        shutil.chown(path, control.INSTRUCTOR, control.INSTRUCTOR)
+    cli = control.VENV_BIN / "sdpa-course"
+    hub.run_as(control.INSTRUCTOR, cli, "autograde", "sdpa", "--student", STUDENT_C, cwd=hub.course)
+    out = hub.course / "reports-check-test"
+    hub.run_as(control.INSTRUCTOR, cli, "report", "sdpa", "--out", out, cwd=hub.course)
+    page_html = (out / "sdpa" / "report.html").read_text(encoding="utf-8")
+    # the while-working row of [mask-inverted]: met by 1 student in a check, fixed by 1 before submitting
+    row = re.search(r"<td><code>mask-inverted</code></td><td class=n>(\d+)</td><td class=n>(\d+)</td>", page_html)
+    assert row and row.groups() == ("1", "1"), page_html[-3000:]
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = chromium.new_page(viewport={"width": 1200, "height": 900})
+            page.goto((out / "sdpa" / "report.html").as_uri())
+            heading = page.locator("h2", has_text="做题时的检查")
+            heading.scroll_into_view_if_needed()
+            lab_ui.shot(page, "report-while-working", ARTIFACTS)
         finally:
             chromium.close()

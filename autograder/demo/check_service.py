@@ -92,6 +92,15 @@ class LocalService:
         request = urllib.request.Request(self.base + path, data=None if body is None else json.dumps(body).encode(),
                                          method="GET" if body is None else "POST",
                                          headers={"Authorization": f"token {token}"} if token else {})
+        return self._open(request, timeout)
+
+    def call_raw(self, path: str, token: Optional[str], data: bytes, timeout: float = 60):
+        """(HTTP status, JSON body) of POST `data`, sent as it is."""
+        request = urllib.request.Request(self.base + path, data=data, method="POST",
+                                         headers={"Authorization": f"token {token}"} if token else {})
+        return self._open(request, timeout)
+
+    def _open(self, request, timeout):
         try:
             with urllib.request.urlopen(request, timeout=timeout) as reply:
                 return reply.status, json.loads(reply.read() or b"{}")

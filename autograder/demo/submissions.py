@@ -42,7 +42,9 @@ class Sample:
     codes: tuple = ()  # misconception codes that feedback must name
     also: tuple = ()  # for bugs: other codes the evidence may fairly support (anything else is a wrong guess)
     lose: tuple = ()  # grade cells (grade_id) allowed to lose points, for "lose"
-    held: bool = False  # the notebook holds code the grader cannot read: its points wait for a person
+    # the notebook holds code the grader cannot read: its points wait for a person; None: the grader's timing
+    # decides whether any check earns points for it to hold (a runner that stops itself mid-reply)
+    held: Optional[bool] = False
     edit: Optional[Callable] = None  # edits the notebook JSON (dict) in place
     note: str = ""
 
@@ -215,7 +217,7 @@ def verdict(sample: Sample, cells: dict[str, tuple[Optional[float], float]],
     judged on what the checks gave.
     """
     held = held or {}
-    if sample.held != bool(held):
+    if sample.held is not None and sample.held != bool(held):
         return False, (f"held {sorted(held)} for review" if held else "expected its points held for review")
     counted = {k: v[0] for k, v in cells.items() if k in held and v[0] is not None}
     if counted:

@@ -14,7 +14,7 @@ import sys
 from urllib.parse import urlparse
 
 from ..notebook.editions import EDITIONS
-from .app import MAX_REQUEST_BYTES, Settings, make_app
+from .app import BODY_SECONDS, IDLE_CONNECTION_SECONDS, MAX_REQUEST_BYTES, Settings, make_app
 from .checker import Checker
 from .records import DIRECTORY, FILENAME, Records, default_path
 
@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
 
     async def serve():
         app = make_app(os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/"), checker, records, settings)
-        app.listen(url.port or 80, url.hostname or "127.0.0.1", max_body_size=MAX_REQUEST_BYTES)
+        app.listen(url.port or 80, url.hostname or "127.0.0.1", max_body_size=MAX_REQUEST_BYTES,
+                   idle_connection_timeout=IDLE_CONNECTION_SECONDS, body_timeout=BODY_SECONDS)
         print(f"check service ready on {url.geturl()} for {', '.join(assignments)}", file=sys.stderr, flush=True)
         await asyncio.Event().wait()
 

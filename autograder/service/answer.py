@@ -14,6 +14,11 @@ from ..grading.misconceptions import CATALOGUE
 from ..i18n import _
 from ..notebook.editions import language_of
 
+# A failing check's message may carry the student's own exception text, which their code can fill with the
+# check's inputs: a check shows its first characters only (the shrunk example is the input a student needs).
+MESSAGE_CHARS = 240
+EXAMPLE_CHARS = 600
+
 
 def answer(graded: dict, show_points: bool = False) -> dict[str, Any]:
     """The answer to one check, as JSON-ready data: {"language", "parts": [...], "codes": [...]}; points only
@@ -31,8 +36,8 @@ def _part(cell: dict, show_points: bool) -> dict[str, Any]:
     full = float(cell.get("points") or 0) >= float(cell.get("max_points") or 0)
     part = {"part": str(cell.get("part") or cell.get("grade_id")), "passes": full and not failed and not held,
             "held": held,
-            "checks": [{"message": str(check.get("message", "")), "example": _example(check.get("example"))}
-                       for check in failed],
+            "checks": [{"message": _cut(str(check.get("message", "")), MESSAGE_CHARS),
+                        "example": _example(check.get("example"))} for check in failed],
             "mistakes": [_mistake(code) for code in record.codes_named({}, [cell])]}
     if show_points:
         part.update(points=float(cell.get("points") or 0), max_points=float(cell.get("max_points") or 0))
@@ -43,7 +48,11 @@ def _example(example: Any) -> dict[str, str]:
     """The shrunk failing example as the feedback page shows it (labels already in the notebook's language)."""
     if not isinstance(example, dict):
         return {}
-    return {str(label): str(text) for label, text in example.items()}
+    return {_cut(str(label), MESSAGE_CHARS): _cut(str(text), EXAMPLE_CHARS) for label, text in example.items()}
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _mistake(code: str) -> dict[str, str]:

@@ -23,7 +23,6 @@ from tornado import web
 from .. import i18n
 from ..i18n import _
 from ..notebook.editions import EDITIONS, language_of
-from ..notebook.submission import MAX_SUBMISSION_BYTES
 from .checker import Checker
 from .policy import RateLimit, closed
 from .records import Records
@@ -57,7 +56,8 @@ class _Handler(HubOAuthenticated, web.RequestHandler):
 
     def speaking(self, assignment: Any):
         """Build messages in the language of `assignment`'s edition (the course's own if it is not one)."""
-        return i18n.using(language_of(assignment if assignment in EDITIONS else None))
+        known = isinstance(assignment, str) and assignment in EDITIONS
+        return i18n.using(language_of(assignment if known else None))
 
     @property
     def student(self) -> str:
@@ -78,41 +78,49 @@ class _Handler(HubOAuthenticated, web.RequestHandler):
 class CheckHandler(_Handler):
     @web.authenticated
     def post(self) -> None:
-        try:
-            body = json.loads(self.request.body)
-        except ValueError:
-            body = None
-        if not isinstance(body, dict) or not isinstance(body.get("notebook"), dict):
-            with self.speaking(None):
-                return self.reply(400, {"message": _(
-                    "请求应当是 JSON：{{\"assignment\": ..., \"notebook\": 笔记本的 JSON}}")})
-        assignment = self.assignment(body.get("assignment"))
-        with self.speaking(assignment):
-            return self._queue(assignment, body["notebook"])
-
-    def _queue(self, assignment: str, notebook_json: dict) -> None:
-        if closed(self.policy.due.get(assignment), self.policy.allow_after_due):
-            return self.reply(403, {"message": _("已过截止时间，检查已经关闭。")})
-        notebook = json.dumps(notebook_json, ensure_ascii=False).encode("utf-8")
+        # The hourly limit first, before anything of the body is parsed: a refused press costs the service
+        # almost nothing.  The language of the refusal comes from `?assignment=` (the forwarder passes it on).
+        asked = self.get_argument("assignment", None)
         waiting = self.checker.queue.place(self.student) is not None  # a second press while waiting costs nothing
         if not waiting:
             later = self.limit.take(self.student)
             if later is not None:
                 when = datetime.fromtimestamp(later, timezone.utc)
-                self.records.add(self.student, assignment, "refused")
                 minutes = max(1, math.ceil((later - time.time()) / 60))
-                message = _("每小时最多检查 {per_hour} 次：下一次可以在 {time} UTC"
-                            "（约 {minutes} 分钟后）检查。").format(per_hour=self.limit.per_hour,
-                                                             time=when.strftime("%H:%M"), minutes=minutes)
+                with self.speaking(asked):
+                    message = _("每小时最多检查 {per_hour} 次：下一次可以在 {time} UTC"
+                                "（约 {minutes} 分钟后）检查。").format(per_hour=self.limit.per_hour,
+                                                                 time=when.strftime("%H:%M"), minutes=minutes)
                 return self.reply(429, {"message": message, "next": when.isoformat(timespec="seconds")})
-        place = self.checker.queue.put(self.student, (assignment, notebook, self.policy.show_points, self._done))
-        if place is None:
+        try:
+            self._queue(waiting)
+        except BaseException:
             if not waiting:
                 self.limit.give_back(self.student)  # a check that never ran does not count
-            return self.reply(503, {"message": _("检查服务正忙，请一分钟后再试。")})
+            raise
+
+    def _queue(self, waiting: bool) -> None:
+        try:
+            body = json.loads(self.request.body)
+            assignment = body.get("assignment") if isinstance(body, dict) else None
+            notebook = json.dumps(body["notebook"], ensure_ascii=False).encode("utf-8")
+            if not isinstance(body["notebook"], dict):
+                raise ValueError("not a notebook")
+        except (ValueError, RecursionError, UnicodeError, KeyError, TypeError):
+            with self.speaking(None):
+                said = _("请求应当是 JSON：{{\"assignment\": ..., \"notebook\": 笔记本的 JSON}}").format()
+            raise web.HTTPError(400, said) from None
+        assignment = self.assignment(assignment)
+        with self.speaking(assignment):
+            if closed(self.policy.due.get(assignment), self.policy.allow_after_due):
+                raise web.HTTPError(403, _("已过截止时间，检查已经关闭。"))
+            place = self.checker.queue.put(self.student, (assignment, notebook, self.policy.show_points, self._done))
+            if place is None:
+                raise web.HTTPError(503, _("检查服务正忙，请一分钟后再试。"))
         self.reply(202, {"state": "waiting", "place": place})
 
     def _done(self, student: str, assignment: str, reply: dict) -> None:
+        """Keep the check in the record (a press refused by the hourly limit is not a check: no row)."""
         answer = reply if reply.get("state") == "answered" else None
         self.records.add(student, assignment, reply.get("state", "failed"), answer, reply.get("seconds"))
 
@@ -146,5 +154,9 @@ def make_app(prefix: str, checker: Checker, records: Records, settings: Settings
     ], cookie_secret=os.urandom(32))
 
 
-# A notebook as large as a submission may be, in its JSON request: the cap is the HTTP server's, before any read.
-MAX_REQUEST_BYTES = MAX_SUBMISSION_BYTES + 2**20
+# A check's request: a notebook of up to 16 MiB (a submission may hold 64; outputs are what makes a notebook
+# large, and the panel says to clear them).  The cap is the HTTP server's, before any read; so are the timeouts
+# of an idle connection and of a body that arrives slowly (`__main__`).
+MAX_REQUEST_BYTES = 16 * 2**20
+IDLE_CONNECTION_SECONDS = 30
+BODY_SECONDS = 60

@@ -8,6 +8,7 @@ inputs the grade will use, and correct code passes on every seed (``tests/gradin
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -45,10 +46,12 @@ class Checker:
                 check_course(app, assignment)
         sandbox_or_refuse(app, say)  # refuse to start without the sandbox, unless the course allows it
         self.course_app = app  # the course itself (its gradebook: due dates), not a grader's private copy
-        self.graders = {}
+        self.graders, self.release_cells = {}, {}
         with collector_paused():
             for assignment in self.assignments:
-                self.graders[assignment] = Grader(make_bundle(app, assignment, extra))
+                bundle = make_bundle(app, assignment, extra)
+                self.release_cells[assignment] = _release_cells(bundle, assignment)
+                self.graders[assignment] = Grader(bundle)
         self.queue = FairQueue(int(os.environ.get("SDPA_CHECK_QUEUE", "64")))
         self.results: dict[tuple[str, str], dict[str, Any]] = {}  # (student, assignment) -> latest reply
         self._done = threading.Condition()
@@ -60,7 +63,7 @@ class Checker:
         if assignment not in self.graders:
             raise CheckRefused(_("这里能检查的作业是：{assignments}").format(assignments=", ".join(self.graders)))
         with i18n.using(language_of(assignment)):
-            self._readable(notebook)
+            notebook = self._readable(notebook, self.release_cells[assignment])
         started = time.perf_counter()
         result = self.graders[assignment].grade({"student": student + CHECK_SUFFIX, "more": True,
                                                  "files": {f"{assignment}.ipynb": (notebook, 0o644)}})
@@ -74,16 +77,28 @@ class Checker:
         return reply
 
     @staticmethod
-    def _readable(notebook: bytes) -> None:
+    def _readable(notebook: bytes, release_cells: int) -> bytes:
+        """The notebook as the grader takes it, without outputs (a check regrades them; they only cost
+        time), or CheckRefused: too large, not JSON, far more cells than the released notebook has."""
         if len(notebook) > MAX_SUBMISSION_BYTES:
             raise CheckRefused(_("这份笔记本有 {size:.0f} MiB，超过了提交允许的 {limit} MiB："
                                  "清除输出（编辑 > 清除所有单元格的输出），保存，再检查一次。").format(
                 size=len(notebook) / 2**20, limit=MAX_SUBMISSION_BYTES // 2**20))
         try:
-            json.loads(notebook)
-        except ValueError as exc:
+            parsed = json.loads(notebook)
+        except (ValueError, RecursionError) as exc:
             raise CheckRefused(_("这份笔记本不是有效的 JSON（{error}）；请在 JupyterLab 里重新保存。").format(
-                error=exc)) from None
+                error=type(exc).__name__)) from None
+        cells = parsed.get("cells") if isinstance(parsed, dict) else None
+        if not isinstance(cells, list):
+            return notebook  # the grader says what is wrong with it, as the final grading would
+        if len(cells) > 2 * release_cells + 100:
+            raise CheckRefused(_("这份笔记本有 {cells} 个单元格，发布的版本只有 {released} 个："
+                                 "删掉多余的单元格再检查。").format(cells=len(cells), released=release_cells))
+        for cell in cells:
+            if isinstance(cell, dict) and cell.get("cell_type") == "code":
+                cell["outputs"], cell["execution_count"] = [], None
+        return json.dumps(parsed, ensure_ascii=False).encode("utf-8")
 
     # -- the queue's worker -------------------------------------------------
     def start(self) -> None:
@@ -110,7 +125,10 @@ class Checker:
                 self.results[(student, assignment)] = reply
                 self._done.notify_all()
             if on_done is not None:
-                on_done(student, assignment, reply)
+                try:
+                    on_done(student, assignment, reply)
+                except Exception:  # noqa: BLE001 - a record that cannot be written must not stop the checks
+                    logging.getLogger(__name__).exception("the check of %s was not recorded", student)
 
     def close(self) -> None:
         self._stop.set()
@@ -118,3 +136,11 @@ class Checker:
             self._thread.join(timeout=30)
         for grader in self.graders.values():
             grader.close()
+
+
+def _release_cells(bundle: dict, assignment: str) -> int:
+    """How many cells the released notebook of `assignment` has (from the grader's bundle)."""
+    for path, (data, _mode) in bundle["files"].items():
+        if path.endswith(f"/{assignment}.ipynb"):
+            return len(json.loads(data).get("cells", []))
+    return 0

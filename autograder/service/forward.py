@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from urllib.parse import quote
 
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
@@ -19,10 +20,9 @@ from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from .. import i18n
 from ..i18n import _
 from ..notebook.editions import EDITIONS, language_of
-from ..notebook.submission import MAX_SUBMISSION_BYTES
 
 URL_ENV = "SDPA_CHECK_URL"  # the service's address inside the hub (hub/jupyterhub_config.py sets it)
-MAX_BODY_BYTES = MAX_SUBMISSION_BYTES + 2**20
+MAX_BODY_BYTES = 16 * 2**20  # the service's own cap (app.MAX_REQUEST_BYTES), said here in words
 TIMEOUT_SECONDS = 30
 
 
@@ -52,16 +52,17 @@ class ForwardHandler(APIHandler):
 
     @web.authenticated
     async def post(self) -> None:
+        assignment = self.get_argument("assignment", "")
         if len(self.request.body) > MAX_BODY_BYTES:
-            raise web.HTTPError(413, f"the notebook is over {MAX_SUBMISSION_BYTES // 2**20} MiB")
-        await self._forward("POST", "api/check", self.request.body)
+            with i18n.using(language_of(assignment if assignment in EDITIONS else None)):
+                said = _("这份笔记本超过了检查允许的 {limit} MiB："
+                         "清除输出（编辑 > 清除所有单元格的输出），再检查一次。").format(limit=MAX_BODY_BYTES // 2**20)
+            raise web.HTTPError(413, said)
+        await self._forward("POST", f"api/check?assignment={quote(assignment)}", self.request.body)
 
     @web.authenticated
     async def get(self) -> None:
-        assignment = self.get_argument("assignment", "")
-        from urllib.parse import quote
-
-        await self._forward("GET", f"api/check?assignment={quote(assignment)}")
+        await self._forward("GET", f"api/check?assignment={quote(self.get_argument('assignment', ''))}")
 
 
 def labels(assignment: str) -> dict[str, str]:

@@ -154,7 +154,8 @@ async function check(app, panel, results) {
   app.shell.activateById(results.id);
   results.message(labels, labels.grading);
   const notebook = panel.context.model.toJSON();
-  let response = await api('check', { method: 'POST', body: JSON.stringify({ assignment, notebook }) });
+  const query = 'check?assignment=' + encodeURIComponent(assignment);
+  let response = await api(query, { method: 'POST', body: JSON.stringify({ assignment, notebook }) });
   let body = await json(response);
   const started = Date.now();
   while (response.ok && (body.state === 'waiting' || body.state === 'grading')) {

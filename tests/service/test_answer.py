@@ -46,3 +46,18 @@ def test_the_failed_check_shows_its_shrunk_example_and_nothing_of_the_check():
 def test_correct_code_passes_every_part():
     reply = answer(_record({}, "sdpa"))
     assert reply["passes"] and reply["codes"] == [] and all(p["passes"] and not p["checks"] for p in reply["parts"])
+
+
+def test_a_message_the_students_code_fills_with_the_checks_inputs_shows_only_its_start():
+    """Found by a red-team pass: an answer that raises ValueError(repr(inputs)) read every hidden check's
+    inputs in the check's messages; a check shows each message's first characters, whatever raised."""
+    from autograder.service.answer import EXAMPLE_CHARS, MESSAGE_CHARS
+
+    leaking = {"attention_scores": "def attention_scores(q, k):\n"
+                                   "    raise ValueError(repr((q.tolist(), k.tolist())) * 20)\n"}
+    reply = answer(_record(leaking, "sdpa_en"))
+    messages = [c["message"] for p in reply["parts"] for c in p["checks"]]
+    examples = [t for p in reply["parts"] for c in p["checks"] for t in c["example"].values()]
+    assert messages and max(map(len, messages)) <= MESSAGE_CHARS
+    assert all(len(t) <= EXAMPLE_CHARS for t in examples)
+    assert any(m.endswith("…") for m in messages), "no message was long enough to be cut: the test tests nothing"

@@ -59,6 +59,10 @@ def test_the_check_past_the_hourly_limit_is_refused_with_the_next_time(service):
         replies.append(service.call("/check", "tok-bob", {"assignment": "sdpa", "notebook": fixed}))
         service.answer("tok-bob", "sdpa")
     assert [status for status, _ in replies] == [202, 202, 202, 429]
+    # the limit is decided before the body is read: a refused student's body is never parsed
+    assert service.call("/check?assignment=sdpa", "tok-bob", "not a notebook")[0] == 429
+    # a refused press is not a check: the record holds the three that ran
+    assert len(service.call("/records/bob?assignment=sdpa", "tok-bob")[1]["checks"]) == 3
     # in the assignment's language (sdpa: Chinese), with the time of the next allowed check
     assert "每小时最多检查 3 次" in replies[-1][1]["message"] and replies[-1][1]["next"]
     assert re.search(r"\d\d:\d\d UTC", replies[-1][1]["message"])
@@ -68,3 +72,14 @@ def test_the_check_past_the_hourly_limit_is_refused_with_the_next_time(service):
 def test_no_hub_identity_no_check(service, token):
     status, _ = service.call("/check", token, {"assignment": "sdpa", "notebook": {}})
     assert status == 403
+
+
+@pytest.mark.parametrize("body", [{"assignment": ["sdpa"], "notebook": {}}, {"assignment": "sdpa"},
+                                  {"assignment": "sdpa", "notebook": "\ud800"}, "[" * 100_000])
+def test_a_malformed_request_is_answered_400_in_json_and_costs_no_check(service, body):
+    """Found by a red-team pass: these gave 500 (a list as the assignment, nesting deeper than the parser,
+    a lone surrogate)."""
+    raw = body if isinstance(body, str) else json.dumps(body)
+    status, reply = service.call_raw("/check", "tok-teacher", raw.encode("utf-8", "surrogatepass"))
+    assert status == 400 and reply.get("message"), reply
+    assert "{{" not in reply["message"]

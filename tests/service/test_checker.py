@@ -55,3 +55,11 @@ def test_a_notebook_it_cannot_grade_is_refused_with_what_to_do_in_its_language(c
             checker.grade("carol", assignment, notebook)
     with pytest.raises(CheckRefused, match="sdpa, sdpa_en"):
         checker.grade("carol", "other", json.dumps({}).encode())
+
+
+def test_a_notebook_with_far_more_cells_than_the_release_is_refused(checker, released):
+    """Found by a red-team pass: 300,000 extra markdown cells held the only grader for minutes."""
+    nb = json.loads(_notebook(released, "correct-reference", "sdpa_en"))
+    nb["cells"] += [{"cell_type": "markdown", "metadata": {}, "source": "x"}] * (2 * len(nb["cells"]) + 101)
+    with pytest.raises(CheckRefused, match="delete the extra cells"):
+        checker.grade("dave", "sdpa_en", json.dumps(nb).encode())
