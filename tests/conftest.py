@@ -4,6 +4,7 @@ Grading every sample costs a few seconds each, so the course is built,
 released, graded and given feedback once per test session; the tests then
 read the gradebook, the feedback HTML and our grading reports.
 """
+import collections
 import sys
 
 import pytest
@@ -64,10 +65,15 @@ SHARED_WORKER = {
 
 
 def pytest_collection_modifyitems(config, items):
-    """The longest shared scopes first (xdist hands out scopes in collection order): the stock catalogue, then the
-    hub; started last, each was a tail of minutes with the other worker idle."""
+    """Long work first, short work last (`make test` passes `--no-loadscope-reorder`, so xdist hands out scopes
+    in this order): the stock catalogue, then the hub, then the files with slow or browser tests, then the rest,
+    most tests first (xdist's own guess), so that no long file starts last and runs as a tail with the other
+    worker idle."""
     first = {"stock-catalogue": 0, "unix-users": 1}
-    items.sort(key=lambda item: first.get(SHARED_WORKER.get(item.path.name), 2))
+    heavy = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("browser")}
+    count = collections.Counter(item.path for item in items)
+    items.sort(key=lambda item: (first.get(SHARED_WORKER.get(item.path.name), 2), item.path not in heavy,
+                                 -count[item.path]))
 
 
 @pytest.hookimpl(optionalhook=True)
