@@ -78,28 +78,11 @@ class _Handler(HubOAuthenticated, web.RequestHandler):
 class CheckHandler(_Handler):
     @web.authenticated
     def post(self) -> None:
-        # The hourly limit first, before anything of the body is parsed: a refused press costs the service
-        # almost nothing.  The language of the refusal comes from `?assignment=` (the forwarder passes it on).
-        asked = self.get_argument("assignment", None)
-        waiting = self.checker.queue.place(self.student) is not None  # a second press while waiting costs nothing
-        if not waiting:
-            later = self.limit.take(self.student)
-            if later is not None:
-                when = datetime.fromtimestamp(later, timezone.utc)
-                minutes = max(1, math.ceil((later - time.time()) / 60))
-                with self.speaking(asked):
-                    message = _("每小时最多检查 {per_hour} 次：下一次可以在 {time} UTC"
-                                "（约 {minutes} 分钟后）检查。").format(per_hour=self.limit.per_hour,
-                                                                 time=when.strftime("%H:%M"), minutes=minutes)
-                return self.reply(429, {"message": message, "next": when.isoformat(timespec="seconds")})
-        try:
-            self._queue(waiting)
-        except BaseException:
-            if not waiting:
-                self.limit.give_back(self.student)  # a check that never ran does not count
-            raise
-
-    def _queue(self, waiting: bool) -> None:
+        # The hourly limit is asked first, before anything of the body is parsed (a refused press costs the service
+        # almost nothing), and counted when the check enters the queue.  The refusal's language comes from
+        # `?assignment=` (the forwarder passes it on).
+        if self.checker.queue.place(self.student) is None and self.limit.take(self.student, count=False):
+            return self._refuse()
         try:
             body = json.loads(self.request.body)
             assignment = body.get("assignment") if isinstance(body, dict) else None
@@ -114,10 +97,24 @@ class CheckHandler(_Handler):
         with self.speaking(assignment):
             if closed(self.policy.due.get(assignment), self.policy.allow_after_due):
                 raise web.HTTPError(403, _("已过截止时间，检查已经关闭。"))
-            place = self.checker.queue.put(self.student, (assignment, notebook, self.policy.show_points, self._done))
+            job = (assignment, notebook, self.policy.show_points, self._done)
+            # a second press while one waits replaces it and costs nothing; a new check counts
+            place = self.checker.queue.put(self.student, job, admit=lambda: self.limit.take(self.student) is None)
             if place is None:
                 raise web.HTTPError(503, _("检查服务正忙，请一分钟后再试。"))
+        if place == self.checker.queue.REFUSED:
+            return self._refuse()
         self.reply(202, {"state": "waiting", "place": place})
+
+    def _refuse(self) -> None:
+        later = self.limit.take(self.student, count=False) or time.time() + 60
+        when = datetime.fromtimestamp(later, timezone.utc)
+        minutes = max(1, math.ceil((later - time.time()) / 60))
+        with self.speaking(self.get_argument("assignment", None)):
+            message = _("每小时最多检查 {per_hour} 次：下一次可以在 {time} UTC"
+                        "（约 {minutes} 分钟后）检查。").format(per_hour=self.limit.per_hour,
+                                                         time=when.strftime("%H:%M"), minutes=minutes)
+        self.reply(429, {"message": message, "next": when.isoformat(timespec="seconds")})
 
     def _done(self, student: str, assignment: str, reply: dict) -> None:
         """Keep the check in the record (a press refused by the hourly limit is not a check: no row)."""

@@ -27,9 +27,9 @@ class RateLimit:
         self._seen: dict[str, collections.deque] = {}
         self._lock = threading.Lock()
 
-    def take(self, student: str) -> Optional[float]:
+    def take(self, student: str, count: bool = True) -> Optional[float]:
         """Count one check for `student` and return None, or return the time (epoch seconds) of the next check
-        allowed, counting nothing."""
+        allowed, counting nothing.  `count=False` only asks."""
         now = self.clock()
         with self._lock:
             seen = self._seen.setdefault(student, collections.deque())
@@ -37,15 +37,9 @@ class RateLimit:
                 seen.popleft()
             if len(seen) >= self.per_hour:
                 return seen[0] + 3600
-            seen.append(now)
+            if count:
+                seen.append(now)
             return None
-
-    def give_back(self, student: str) -> None:
-        """Uncount `student`'s last check: it was never run (the queue was full)."""
-        with self._lock:
-            seen = self._seen.get(student)
-            if seen:
-                seen.pop()
 
 
 class FairQueue:
@@ -58,12 +52,19 @@ class FairQueue:
         self._waiting: collections.OrderedDict = collections.OrderedDict()  # student -> job
         self._ready = threading.Condition()
 
-    def put(self, student: str, job: object) -> Optional[int]:
-        """Queue `job` for `student`; returns their place (1 = next), or None when the queue is full. A student
-        already waiting keeps their place, with the newer notebook."""
+    REFUSED = 0  # put's answer when `admit` refused a new entry
+
+    def put(self, student: str, job: object, admit: Optional[Callable[[], bool]] = None) -> Optional[int]:
+        """Queue `job` for `student`; returns their place (1 = next), None when the queue is full, or REFUSED.
+        A student already waiting keeps their place, with the newer notebook, and `admit` is not asked; a new
+        entry is made only if `admit()` (the hourly limit, counting it) says yes, decided under the queue's lock:
+        the worker cannot take a waiting job between the question "is this student waiting?" and the put."""
         with self._ready:
-            if student not in self._waiting and len(self._waiting) >= self.capacity:
-                return None
+            if student not in self._waiting:
+                if len(self._waiting) >= self.capacity:
+                    return None
+                if admit is not None and not admit():
+                    return self.REFUSED
             self._waiting[student] = job
             self._ready.notify()
             return list(self._waiting).index(student) + 1

@@ -90,10 +90,20 @@ def test_checks_close_at_the_due_date_unless_allowed(offset, allowed, expect):
     assert closed(None, False, now) is False
 
 
-def test_a_check_that_never_ran_is_given_back():
+def test_only_a_check_that_enters_the_queue_counts_and_a_replaced_one_costs_nothing():
     clock = Clock()
     limit = RateLimit(1, clock)
-    assert limit.take("a") is None
-    limit.give_back("a")  # the queue was full: refused with 503, not run
-    assert limit.take("a") is None and limit.take("a") is not None
-    limit.give_back("nobody")  # nothing counted: nothing to give back
+    queue = FairQueue(1)
+
+    def admit(student):
+        return lambda: limit.take(student) is None
+
+    assert queue.put("b", "b's", admit("b")) == 1
+    assert queue.put("a", "a's", admit("a")) is None  # full: refused with 503, nothing counted
+    assert queue.get(timeout=0) == ("b", "b's")
+    assert queue.put("a", "first", admit("a")) == 1  # counted: a's one check this hour
+    assert queue.put("a", "second", admit("a")) == 1  # while it waits: replaced, not counted
+    # the worker takes it between a press's "is a waiting?" and its put: the put is a new check, and counted
+    assert queue.get(timeout=0) == ("a", "second")
+    assert queue.put("a", "third", admit("a")) == FairQueue.REFUSED and len(queue) == 0
+    assert limit.take("a", count=False) is not None and limit.take("b", count=False) is not None
