@@ -84,6 +84,15 @@ class LocalService:
         if self.proc.poll() is not None:
             raise RuntimeError(f"the check service exited ({self.proc.returncode}):\n{self.log_text()}")
 
+    def wait_for(self, text: str, within_s: float = 180) -> float:
+        """Seconds until `text` appears in the service's log."""
+        started = time.monotonic()
+        while text not in self.log.read_text(errors="replace"):
+            if time.monotonic() - started > within_s or self.proc.poll() is not None:
+                raise TimeoutError(f"{text!r} not in the service's log within {within_s:g} s:\n{self.log_text()}")
+            time.sleep(0.1)
+        return time.monotonic() - started
+
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")[-4000:]
 

@@ -45,12 +45,14 @@ class Checker:
             for assignment in self.assignments:
                 check_course(app, assignment)
         sandbox_or_refuse(app, say)  # refuse to start without the sandbox, unless the course allows it
+        self.say = say
         self.course_app = app  # the course itself (its gradebook: due dates), not a grader's private copy
-        self.graders, self.release_cells = {}, {}
+        self.graders, self.releases, self.release_cells = {}, {}, {}
         with collector_paused():
             for assignment in self.assignments:
                 bundle = make_bundle(app, assignment, extra)
-                self.release_cells[assignment] = _release_cells(bundle, assignment)
+                self.releases[assignment] = _release(bundle, assignment)
+                self.release_cells[assignment] = len(json.loads(self.releases[assignment] or b"{}").get("cells", []))
                 self.graders[assignment] = Grader(bundle)
         self.queue = FairQueue(int(os.environ.get("SDPA_CHECK_QUEUE", "64")))
         self.results: dict[tuple[str, str], dict[str, Any]] = {}  # (student, assignment) -> latest reply
@@ -106,6 +108,16 @@ class Checker:
         self._thread.start()
 
     def _serve(self) -> None:
+        # The first grading of each assignment warms its grader (imports, the zygote, the reference timings):
+        # done here on the released notebook, it is not a student's first check that waits for it.
+        started = time.perf_counter()
+        for assignment, notebook in self.releases.items():
+            if notebook and not self._stop.is_set():
+                try:
+                    self.grade("warm-up", assignment, notebook)
+                except Exception:  # noqa: BLE001 - a check would meet the same failure and say it
+                    logging.getLogger(__name__).exception("warming the grader of %s failed", assignment)
+        self.say(f"graders warm after {time.perf_counter() - started:.1f} s")
         while not self._stop.is_set():
             job = self.queue.get(timeout=0.5)
             if job is None:
@@ -138,9 +150,7 @@ class Checker:
             grader.close()
 
 
-def _release_cells(bundle: dict, assignment: str) -> int:
-    """How many cells the released notebook of `assignment` has (from the grader's bundle)."""
-    for path, (data, _mode) in bundle["files"].items():
-        if path.endswith(f"/{assignment}.ipynb"):
-            return len(json.loads(data).get("cells", []))
-    return 0
+def _release(bundle: dict, assignment: str) -> bytes:
+    """The notebook of `assignment` in the grader's bundle (its source or release: the same cells), b"" if none."""
+    return next((data for path, (data, _mode) in sorted(bundle["files"].items())
+                 if path.endswith(f"/{assignment}.ipynb")), b"")
