@@ -83,3 +83,22 @@ def test_a_malformed_request_is_answered_400_in_json_and_costs_no_check(service,
     status, reply = service.call_raw("/check", "tok-teacher", raw.encode("utf-8", "surrogatepass"))
     assert status == 400 and reply.get("message"), reply
     assert "{{" not in reply["message"]
+
+
+@pytest.mark.parametrize("token", [None, "forged"])
+def test_a_body_is_not_read_before_the_hub_says_who_sends_it(service, token):
+    """Found by a red-team pass: the whole body was buffered before authentication. Headers announcing 15 MiB
+    and ten bytes sent: the answer (403) comes at once, without waiting for the rest."""
+    import socket
+    import time
+    from urllib.parse import urlparse
+
+    url = urlparse(service.base + "/check")
+    started = time.monotonic()
+    with socket.create_connection((url.hostname, url.port), timeout=20) as conn:
+        headers = [f"POST {url.path} HTTP/1.1", f"Host: {url.hostname}", f"Content-Length: {15 * 2**20}",
+                   "Content-Type: application/json", *([f"Authorization: token {token}"] if token else [])]
+        conn.sendall(("\r\n".join(headers) + "\r\n\r\n").encode() + b'{"notebook"')
+        status_line = conn.recv(200).split(b"\r\n", 1)[0]
+    assert status_line.split()[1] == b"403", status_line
+    assert time.monotonic() - started < 15
