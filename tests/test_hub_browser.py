@@ -22,11 +22,8 @@ Screenshots go to ``.artifacts/hub-browser/`` with ``timings.json`` (seconds per
 Needs root (Unix users) and Chromium; skips with the reason otherwise.  Resets the
 ``sdpa-student-*`` users' fetched work, and skips while a ``make hub`` instance is running.
 """
-import json
 import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
 import nbformat
@@ -38,6 +35,7 @@ from hub.control import INSTRUCTOR
 from solutions import solution_notebook
 from tests.support import browser as lab_ui
 from tests.support import feedback_page, points
+from tests.support.hub import running_hub
 from tests.support.language import CJK
 
 try:
@@ -92,29 +90,8 @@ def _shot(target, name, **kwargs):
 @pytest.fixture(scope="module")
 def hub():
     """A running hub with a fresh course; stopped (with every server and kernel) even on failure."""
-    if control.Hub().pid():
-        pytest.skip("a `make hub` instance is running with these users; `make hub-stop` first")
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # no screenshots left from an earlier run
-    base = Path(tempfile.mkdtemp(prefix="sdpa-hub-browser-", dir="/tmp"))
-    os.chmod(base, 0o755)
-    hub = control.Hub(state=base / "state", exchange=base / "exchange", port=control.free_port(),
-                      course_name="sdpa-course-browser-test", check_service=False)
-    try:
-        with _timed("hub: set up users, exchange, course; start"):
-            hub.setup(fresh_course=True)
-            hub.reset_student_work()
-            hub.start()
-        yield hub
-    finally:
-        still = hub.stop()
-        shutil.rmtree(hub.course, ignore_errors=True)
-        hub.reset_student_work()
-        log = hub.log_tail(20000)
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        (ARTIFACTS / "jupyterhub.log").write_text(log)
-        shutil.rmtree(base, ignore_errors=True)
-        (ARTIFACTS / "timings.json").write_text(json.dumps(TIMINGS, indent=2, ensure_ascii=False) + "\n")
-        assert not still, f"processes left running after the hub stopped: {still}"
+    with running_hub("hub-browser", ARTIFACTS, TIMINGS, check_service=False) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -28,6 +27,7 @@ import catalogue
 from autograder.demo import course, submissions
 from hub import control
 from tests.support import browser as lab_ui
+from tests.support.hub import running_hub
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -52,26 +52,9 @@ TIMINGS = {}
 
 @pytest.fixture(scope="module")
 def hub():
-    if control.Hub().pid():
-        pytest.skip("a `make hub` instance is running with these users; `make hub-stop` first")
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # no screenshots left from an earlier run
-    base = Path(tempfile.mkdtemp(prefix="sdpa-hub-check-", dir="/tmp"))
-    os.chmod(base, 0o755)
-    hub = control.Hub(state=base / "state", exchange=base / "exchange", port=control.free_port(),
-                      course_name="sdpa-course-check-test", checks_per_hour=PER_HOUR)
-    try:
-        hub.setup(fresh_course=True)
-        hub.release()
-        hub.start()
-        yield hub
-    finally:
-        still = hub.stop()
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        (ARTIFACTS / "jupyterhub.log").write_text(hub.log_tail(40000))
-        (ARTIFACTS / "timings.json").write_text(json.dumps(TIMINGS, indent=2) + "\n")
-        shutil.rmtree(hub.course, ignore_errors=True)
-        shutil.rmtree(base, ignore_errors=True)
-        assert not still, f"processes left running after the hub stopped: {still}"
+    with running_hub("hub-check", ARTIFACTS, TIMINGS, before_start=control.Hub.release,
+                     checks_per_hour=PER_HOUR) as started:
+        yield started
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
