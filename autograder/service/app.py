@@ -24,7 +24,7 @@ from .. import i18n
 from ..i18n import _
 from ..notebook.editions import EDITIONS, language_of
 from .checker import Checker
-from .policy import RateLimit, closed
+from .policy import MAX_CHECK_BYTES, RateLimit, closed
 from .records import Records
 
 
@@ -89,8 +89,9 @@ class CheckHandler(_Handler):
             raise web.HTTPError(403, "a check needs a JupyterHub token with access to this service")
         # The hourly limit is asked here and counted when the check enters the queue.  The refusal's language
         # comes from `?assignment=` (the forwarder passes it on).
-        if self.checker.queue.place(self.student) is None and self.limit.take(self.student, count=False):
-            self._refuse()
+        later = self.limit.take(self.student, count=False)
+        if later is not None and self.checker.queue.place(self.student) is None:
+            self._refuse(later)
 
     def data_received(self, chunk: bytes) -> None:
         self._body += chunk  # at most MAX_REQUEST_BYTES: the HTTP server's cap
@@ -100,9 +101,9 @@ class CheckHandler(_Handler):
         try:
             body = json.loads(bytes(self._body))
             assignment = body.get("assignment") if isinstance(body, dict) else None
-            notebook = json.dumps(body["notebook"], ensure_ascii=False).encode("utf-8")
             if not isinstance(body["notebook"], dict):
                 raise ValueError("not a notebook")
+            notebook = json.dumps(body["notebook"], ensure_ascii=False).encode("utf-8")
         except (ValueError, RecursionError, UnicodeError, KeyError, TypeError):
             with self.speaking(None):
                 said = _("请求应当是 JSON：{{\"assignment\": ..., \"notebook\": 笔记本的 JSON}}").format()
@@ -117,11 +118,11 @@ class CheckHandler(_Handler):
             if place is None:
                 raise web.HTTPError(503, _("检查服务正忙，请一分钟后再试。"))
         if place == self.checker.queue.REFUSED:
-            return self._refuse()
+            return self._refuse(self.limit.take(self.student, count=False) or time.time() + 60)
         self.reply(202, {"state": "waiting", "place": place})
 
-    def _refuse(self) -> None:
-        later = self.limit.take(self.student, count=False) or time.time() + 60
+    def _refuse(self, later: float) -> None:
+        """429, saying when the next check is allowed (`later`, epoch seconds)."""
         when = datetime.fromtimestamp(later, timezone.utc)
         minutes = max(1, math.ceil((later - time.time()) / 60))
         with self.speaking(self.get_argument("assignment", None)):
@@ -165,9 +166,8 @@ def make_app(prefix: str, checker: Checker, records: Records, settings: Settings
     ], cookie_secret=os.urandom(32))
 
 
-# A check's request: a notebook of up to 16 MiB (a submission may hold 64; outputs are what makes a notebook
-# large, and the panel says to clear them).  The cap is the HTTP server's, before any read; so are the timeouts
-# of an idle connection and of a body that arrives slowly (`__main__`).
-MAX_REQUEST_BYTES = 16 * 2**20
+# The HTTP server's bounds (`__main__`): a request's size (`policy.MAX_CHECK_BYTES`), and how long an idle
+# connection and a slowly arriving body may take.
+MAX_REQUEST_BYTES = MAX_CHECK_BYTES
 IDLE_CONNECTION_SECONDS = 30
 BODY_SECONDS = 60

@@ -66,12 +66,11 @@ class Checker:
             raise CheckRefused(_("这里能检查的作业是：{assignments}").format(assignments=", ".join(self.graders)))
         with i18n.using(language_of(assignment)):
             notebook = self._readable(notebook, self.release_cells[assignment])
-        started = time.perf_counter()
-        result = self.graders[assignment].grade({"student": student + CHECK_SUFFIX, "more": True,
-                                                 "files": {f"{assignment}.ipynb": (notebook, 0o644)}})
-        if not result.get("ok"):
-            failure = result.get("failure") or {}
-            with i18n.using(language_of(assignment)):
+            started = time.perf_counter()
+            result = self.graders[assignment].grade({"student": student + CHECK_SUFFIX, "more": True,
+                                                     "files": {f"{assignment}.ipynb": (notebook, 0o644)}})
+            if not result.get("ok"):
+                failure = result.get("failure") or {}
                 raise CheckRefused(_("这份笔记本没法评分：{reason}").format(reason=failure.get("reason", "?")))
         graded = json.loads(result["files"][record.filename(assignment)][0])
         reply = answer(graded, show_points)

@@ -20,9 +20,9 @@ from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from .. import i18n
 from ..i18n import _
 from ..notebook.editions import EDITIONS, language_of
+from .policy import MAX_CHECK_BYTES
 
 URL_ENV = "SDPA_CHECK_URL"  # the service's address inside the hub (hub/jupyterhub_config.py sets it)
-MAX_BODY_BYTES = 16 * 2**20  # the service's own cap (app.MAX_REQUEST_BYTES), said here in words
 TIMEOUT_SECONDS = 30
 
 
@@ -53,10 +53,10 @@ class ForwardHandler(APIHandler):
     @web.authenticated
     async def post(self) -> None:
         assignment = self.get_argument("assignment", "")
-        if len(self.request.body) > MAX_BODY_BYTES:
-            with i18n.using(language_of(assignment if assignment in EDITIONS else None)):
+        if len(self.request.body) > MAX_CHECK_BYTES:
+            with i18n.using(language_of(assignment)):
                 said = _("这份笔记本超过了检查允许的 {limit} MiB："
-                         "清除输出（编辑 > 清除所有单元格的输出），再检查一次。").format(limit=MAX_BODY_BYTES // 2**20)
+                         "清除输出（编辑 > 清除所有单元格的输出），再检查一次。").format(limit=MAX_CHECK_BYTES // 2**20)
             raise web.HTTPError(413, said)
         await self._forward("POST", f"api/check?assignment={quote(assignment)}", self.request.body)
 

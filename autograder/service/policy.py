@@ -16,6 +16,11 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Optional
 
+# A check's request: a notebook of up to 16 MiB (a submission may hold 64; outputs are what makes a notebook
+# large, and the panel says to clear them).  The service's HTTP server enforces it before any read; each user's
+# server (``forward.py``) refuses a larger one before it leaves, saying so in words.
+MAX_CHECK_BYTES = 16 * 2**20
+
 
 class RateLimit:
     """A sliding window of one hour per student."""

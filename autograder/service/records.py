@@ -19,10 +19,6 @@ from typing import Any, Optional, Union
 DIRECTORY = "check_service"
 FILENAME = "check_service.db"
 
-
-def default_path(course: Union[str, os.PathLike]) -> str:
-    """Where the service keeps its record in the course at `course` (``--records`` sets another)."""
-    return os.path.join(course, DIRECTORY, FILENAME)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS checks (
     id INTEGER PRIMARY KEY,
@@ -37,6 +33,11 @@ CREATE TABLE IF NOT EXISTS checks (
 );
 CREATE INDEX IF NOT EXISTS checks_by_student ON checks (assignment, student, at);
 """
+
+
+def default_path(course: Union[str, os.PathLike]) -> str:
+    """Where the service keeps its record in the course at `course` (``--records`` sets another)."""
+    return os.path.join(course, DIRECTORY, FILENAME)
 
 
 class Records:
