@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
+import nbformat
 from nbgrader.plugins import ExportPlugin
 
 from .batch.coursedir import CourseError, load_app, sqlite_path
@@ -55,8 +56,6 @@ class Row:
 def columns(course: Union[str, os.PathLike], assignment: str) -> dict[str, str]:
     """{grade cell id: its column}, in notebook order: a test cell's column is the part it scores, a written
     answer's its own id.  The editions have the same grade cells, so their columns line up."""
-    import nbformat
-
     path = os.path.join(course, "source", assignment, f"{assignment}.ipynb")
     if not os.path.exists(path):
         return {}
@@ -69,12 +68,17 @@ def columns(course: Union[str, os.PathLike], assignment: str) -> dict[str, str]:
     return found
 
 
-def rows(gradebook, course: Union[str, os.PathLike], assignments: Iterable[str] = tuple(editions.EDITIONS),
-         students: Sequence[str] = ()) -> list[Row]:
-    """Every graded submission of the course's editions in `gradebook` (an open nbgrader `Gradebook`)."""
+def rows(gradebook, coursedir, assignments: Iterable[str] = tuple(editions.EDITIONS),
+         students: Sequence[str] = ()) -> tuple[list[Row], list[str]]:
+    """(every graded submission of the course's editions in `gradebook`, an open nbgrader `Gradebook`; a line
+    for each submission that autograde did not grade).  `coursedir` is nbgrader's ``CourseDirectory``.
+
+    A submission that autograde failed on (a notebook of the other edition, say) still has its gradebook
+    entry, with no automatic score: exported, it would be a silent 0.  It is left out and named instead."""
     from nbgrader.api import MissingEntry
 
-    found = []
+    course = coursedir.root
+    found, ungraded = [], []
     for assignment in assignments:
         try:
             gradebook.find_assignment(assignment)
@@ -88,6 +92,10 @@ def rows(gradebook, course: Union[str, os.PathLike], assignments: Iterable[str] 
                 submission = gradebook.find_submission(assignment, student.id)
             except MissingEntry:
                 continue  # not submitted: no row (the other edition may have one)
+            why = _not_autograded(coursedir, student.id, assignment, [nb.name for nb in submission.notebooks])
+            if why:
+                ungraded.append(why)
+                continue
             penalty = float(submission.late_submission_penalty or 0)
             row = Row(student.id, student.last_name or "", student.first_name or "", student.email or "", assignment,
                       str(submission.timestamp or ""), penalty, max(0.0, float(submission.score) - penalty),
@@ -99,7 +107,28 @@ def rows(gradebook, course: Union[str, os.PathLike], assignments: Iterable[str] 
                     if grade.needs_manual_grade:
                         row.awaiting.append(column)
             found.append(row)
-    return found
+    return found, ungraded
+
+
+def _not_autograded(coursedir, student: str, assignment: str, notebooks: list[str]) -> Optional[str]:
+    """Why `student`'s submission of `assignment` has no autograded notebook (None when it has one)."""
+    graded = coursedir.format_path(coursedir.autograded_directory, student, assignment)
+    if all(os.path.exists(os.path.join(graded, f"{name}.ipynb")) for name in notebooks):
+        return None
+    submitted = coursedir.format_path(coursedir.submitted_directory, student, assignment)
+    cause = "autograde did not finish it (its log says why)"
+    for name in notebooks:
+        try:
+            nb = nbformat.read(os.path.join(submitted, f"{name}.ipynb"), as_version=4)
+        except (OSError, ValueError) as exc:
+            cause = f"{name}.ipynb cannot be read ({type(exc).__name__})"
+            break
+        wrong_place = editions.misplaced(nb.metadata, assignment, f"{name}.ipynb")
+        if wrong_place:
+            cause = wrong_place.replace("<student>", student)
+            break
+    return (f"{student}'s {assignment} submission is not graded, so it is not in this file: {cause}; "
+            f"then run autograde again and export")
 
 
 def one_per_student(found: list[Row]) -> tuple[list[Row], list[str]]:
@@ -161,7 +190,9 @@ def export(course: Union[str, os.PathLike], fmt: str = "csv", out: Optional[Unio
     if not os.path.exists(sqlite_path(coursedir.db_url)):
         raise CourseError(f"no gradebook at {sqlite_path(coursedir.db_url)} — run `sdpa-course autograde` first")
     with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
-        found, notes = one_per_student(rows(gradebook, course))
+        found, ungraded = rows(gradebook, coursedir)
+        found, notes = one_per_student(found)
+        notes = ungraded + notes
     if not found:
         raise CourseError("no graded submission of any edition (" + ", ".join(editions.EDITIONS) +
                           ") in the gradebook — run `sdpa-course autograde` first")
@@ -178,9 +209,9 @@ class CourseExportPlugin(ExportPlugin):
     def export(self, gradebook) -> None:
         dest = self.to or "grades.csv"
         assignments = list(self.assignment or editions.EDITIONS)
-        course = getattr(getattr(self.parent, "coursedir", None), "root", None) or os.getcwd()
-        found, notes = one_per_student(rows(gradebook, course, assignments, [str(s) for s in self.student]))
-        for note in notes:
+        found, ungraded = rows(gradebook, self.parent.coursedir, assignments, [str(s) for s in self.student])
+        found, notes = one_per_student(found)
+        for note in ungraded + notes:
             self.log.warning(note)
         with open(dest, "w", encoding="utf-8", newline="") as f:
             write(found, "csv", f)

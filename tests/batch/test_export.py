@@ -1,10 +1,11 @@
 """Exports an instructor uploads: one row per student, in the edition they submitted.
 
 A mixed class is graded by stock ``nbgrader autograde`` in both editions: ana takes the Chinese edition,
-ben the English one with an inverted mask, and cai submits the Chinese one and then the English one.  nbgrader's
-own export would list all three under both editions, with false zeros; ``nbgrader export`` (the course's
-plugin) and ``sdpa-course export`` list each student once, and the Canvas and Moodle files parse back to the
-same scores as the gradebook.
+ben the English one with an inverted mask, cai submits the Chinese one and then the English one, and dee puts
+the English notebook in the Chinese folder (renamed ``sdpa.ipynb``), which autograde refuses.  nbgrader's own
+export would list them all under both editions, with false zeros; ``nbgrader export`` (the course's plugin) and
+``sdpa-course export`` list each graded student once, name dee with what to do instead of exporting a 0, and
+the Canvas and Moodle files parse back to the same scores as the gradebook.
 """
 import csv
 import subprocess
@@ -25,6 +26,9 @@ CLASS = {  # student -> [(edition, sample's answer cells, submission time)]
     "cai": [("sdpa", {}, "2026-12-01 09:30:00.000000 UTC"),
             ("sdpa_en", honest.replacement("mask-inverted"), "2026-12-02 08:00:00.000000 UTC")],
 }
+MISPLACED = "dee"  # submits the sdpa_en notebook as submitted/dee/sdpa/sdpa.ipynb
+DEE_SAID = ("dee's sdpa submission is not graded, so it is not in this file: sdpa.ipynb is the sdpa_en edition's "
+            "notebook (its metadata says so), submitted as sdpa: move it to submitted/dee/sdpa_en/sdpa_en.ipynb")
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +43,11 @@ def graded(tmp_path_factory):
             path = course.submit(root, student, submissions.build(sample, course.release_notebook(root, edition)),
                                  edition)
             (path.parent / "timestamp.txt").write_text(when)
-    for edition in ("sdpa", "sdpa_en"):
-        course.nbgrader(root, "autograde", edition)
+    course.submit(root, MISPLACED, submissions.build(submissions.Sample(MISPLACED, "bug", "partial", reference.replace),
+                                                     course.release_notebook(root, "sdpa_en")), "sdpa")
+    refused = course.nbgrader(root, "autograde", "sdpa", check=False)
+    assert refused.returncode == 1 and "submitted as sdpa: move it to" in refused.stderr, refused.stderr[-2000:]
+    course.nbgrader(root, "autograde", "sdpa_en")
     return root
 
 
@@ -65,9 +72,10 @@ def _read(path):
 
 
 def test_nbgrader_export_lists_each_student_once_in_the_edition_taken(graded):
-    course.nbgrader(graded, "export", "--to", "grades.csv")
+    said = course.nbgrader(graded, "export", "--to", "grades.csv").stderr
     rows = {r["student_id"]: r for r in csv.DictReader(open(graded / "grades.csv", encoding="utf-8"))}
-    assert sorted(rows) == ["ana", "ben", "cai"]
+    assert sorted(rows) == ["ana", "ben", "cai"]  # dee's refused submission is named, not exported as a 0
+    assert DEE_SAID in said, said
     assert {s: r["edition"] for s, r in rows.items()} == {"ana": "sdpa", "ben": "sdpa_en", "cai": "sdpa_en"}
     scores = _gradebook_scores(graded)
     for student, row in rows.items():
@@ -88,6 +96,7 @@ def test_canvas_and_moodle_files_parse_back_to_the_gradebook_scores(graded):
                                "--format", fmt, "--out", str(out)], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert "cai submitted sdpa and sdpa_en" in proc.stdout and "3 students" in proc.stdout, proc.stdout
+        assert DEE_SAID in proc.stdout, proc.stdout
         header, *body = _read(out)
         if fmt == "canvas":
             assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
