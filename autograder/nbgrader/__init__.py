@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 import os
+import re
 from typing import Any
 
 __all__ = ["RestoreNotebookStructure", "SandboxedExecute", "TrustedScoring", "configure", "pipelines"]
@@ -87,6 +89,7 @@ def configure(c: Any) -> None:
         section, name = trait.split(".")
         setattr(c[section], name, list(steps))
     _quiet_gradebook_warnings()
+    _refusals_in_one_line()
     # nbconvert validates the whole notebook after each of the ~14 steps of a pipeline (about a tenth of a
     # second per submission); once, after the last, still refuses a notebook that any step left invalid
     # before it is written.  nbconvert's own option.
@@ -123,6 +126,28 @@ def _regrade_unfinished(c: Any) -> None:
             shutil.rmtree(dest, ignore_errors=True)
             print(f"nbgrader autograde: {os.path.relpath(dest, root)} was left unfinished by an interrupted run; "
                   "grading it again", file=sys.stderr)
+
+
+class _RefusalInOneLine(logging.Filter):
+    """nbgrader logs the whole traceback of any error while grading a student; for a submission the course
+    refuses (``SubmissionRefused``: too large, the other edition's notebook, ...) the last line, the rule and
+    what to do, is all an instructor needs."""
+
+    PATTERN = re.compile(r"Traceback \(most recent call last\):.*\n[\w.]*(?:SubmissionRefused|MisplacedEdition): "
+                         r"(?P<said>[^\n]*)\s*$", re.DOTALL)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        found = self.PATTERN.match(record.getMessage()) if record.levelno >= logging.ERROR else None
+        if found:
+            record.msg, record.args = f"Refused: {found['said']}", ()
+        return True
+
+
+def _refusals_in_one_line() -> None:
+    for app in ("AutogradeApp", "NbGraderAPI"):
+        logger = logging.getLogger(app)
+        if not any(isinstance(f, _RefusalInOneLine) for f in logger.filters):
+            logger.addFilter(_RefusalInOneLine())
 
 
 def _quiet_gradebook_warnings() -> None:

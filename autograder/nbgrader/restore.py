@@ -25,7 +25,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ..notebook.cells import CellError, grade_id, is_answer_cell
 from ..notebook.editions import misplaced
-from ..notebook.submission import check_folder
+from ..notebook.submission import SubmissionRefused, check_folder
 
 # cell metadata Jupyter itself writes, each with the values nbformat's schema allows; nothing a page
 # prints as markup (tags are filtered, below).  Any other key, or a value of another type, is dropped.
@@ -121,7 +121,7 @@ def _unique_ids(cells: list, added: set[int]) -> None:
         taken.add(cell["id"])
 
 
-class MisplacedEdition(Exception):
+class MisplacedEdition(SubmissionRefused):
     """A notebook whose own metadata names another edition than the assignment it was submitted as."""
 
 
