@@ -4,7 +4,7 @@ Run in the course directory (or pass ``--course DIR``)::
 
     sdpa-course autograde sdpa [--workers N] [--student ID ...] [--force] [--dask ADDRESS]
     sdpa-course report sdpa [--out DIR]
-    sdpa-course export [--format csv|canvas|moodle] [--out FILE]
+    sdpa-course export [EDITION ...] [--format csv|canvas|moodle] [--out FILE]
     sdpa-course check path/to/notebook.ipynb
     sdpa-course demo
 
@@ -31,6 +31,7 @@ from typing import NoReturn, Optional
 from .batch.coursedir import ASSIGNMENT, CourseError
 from .batch.dask_cluster import DEFAULT_TIMEOUT
 from .i18n import LOCALES
+from .notebook.editions import EDITIONS
 from .sandbox.launcher import SandboxUnavailableError
 
 PROG = "sdpa-course"
@@ -88,6 +89,8 @@ def _parser():
                             description="One row per student, in the edition they submitted (a student who "
                                         "submitted both: the one submitted last), for a spreadsheet (csv, a "
                                         "column per part) or a learning-management system's gradebook import.")
+    export.add_argument("editions", nargs="*", metavar="EDITION",
+                        help=f"only these editions ({', '.join(EDITIONS)}; default: all of them, each student once)")
     export.add_argument("--format", choices=("csv", "canvas", "moodle"), default="csv",
                         help="csv (default), canvas or moodle")
     export.add_argument("--out", metavar="FILE", default=None, help="the file to write (default grades-FORMAT.csv)")
@@ -218,7 +221,10 @@ def _autograde(args, course, extra):
 def _export(args, course):
     from .export import export
 
-    path, students, notes = export(course, args.format, args.out)
+    unknown = [e for e in args.editions if e not in EDITIONS]
+    if unknown:
+        raise CourseError(f"not an edition of this course: {', '.join(unknown)} (the editions: {', '.join(EDITIONS)})")
+    path, students, notes = export(course, args.format, args.out, assignments=args.editions or tuple(EDITIONS))
     for note in notes:
         print(note)
     print(f"wrote {path}: {students} student{'s' * (students != 1)} ({args.format})")

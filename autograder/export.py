@@ -182,19 +182,21 @@ def write(found: list[Row], fmt: str, out) -> None:
 
 
 def export(course: Union[str, os.PathLike], fmt: str = "csv", out: Optional[Union[str, os.PathLike]] = None,
-           nbgrader_args: Sequence[str] = ()) -> tuple[str, int, list[str]]:
-    """Write the course's grades in `fmt`; returns (the file written, its number of students, notes)."""
+           nbgrader_args: Sequence[str] = (), assignments: Sequence[str] = tuple(editions.EDITIONS)
+           ) -> tuple[str, int, list[str]]:
+    """Write the grades of `assignments` (editions) in `fmt`; returns (the file written, its number of students,
+    notes)."""
     from nbgrader.api import Gradebook
 
     coursedir = load_app(course, nbgrader_args).coursedir
     if not os.path.exists(sqlite_path(coursedir.db_url)):
         raise CourseError(f"no gradebook at {sqlite_path(coursedir.db_url)} — run `sdpa-course autograde` first")
     with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
-        found, ungraded = rows(gradebook, coursedir)
+        found, ungraded = rows(gradebook, coursedir, assignments)
         found, notes = one_per_student(found)
         notes = ungraded + notes
     if not found:
-        raise CourseError("no graded submission of any edition (" + ", ".join(editions.EDITIONS) +
+        raise CourseError("no graded submission of any edition (" + ", ".join(assignments) +
                           ") in the gradebook — run `sdpa-course autograde` first")
     path = os.fspath(out) if out else os.path.join(course, f"grades-{fmt}.csv")
     with open(path, "w", encoding="utf-8", newline="") as f:  # utf-8: Canvas and Moodle both read it

@@ -110,6 +110,20 @@ def test_canvas_and_moodle_files_parse_back_to_the_gradebook_scores(graded):
         assert got == {student: scores[student, edition] for student, edition in taken.items()}, fmt
 
 
+def test_an_export_of_one_edition_lists_its_students_only(graded):
+    """`sdpa-course export sdpa_en`, as the README's "use sdpa_en in place of sdpa in every command" invites."""
+    out = graded / "english.csv"
+    proc = subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(graded), "export", "sdpa_en",
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert {row["student_id"]: row["edition"] for row in csv.DictReader(open(out, encoding="utf-8"))} == {
+        "ben": "sdpa_en", "cai": "sdpa_en"}
+    assert "dee" not in proc.stdout  # dee's refused submission is of sdpa
+    wrong = subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(graded), "export", "sdpa_fr"],
+                           capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and "not an edition of this course: sdpa_fr" in wrong.stderr, wrong.stderr
+
+
 def test_an_unknown_format_is_refused_with_the_choices(graded):
     proc = subprocess.run([sys.executable, "-m", "autograder.cli", "--course", str(graded), "export", "--format",
                            "blackboard"], capture_output=True, text=True, timeout=60)
