@@ -6,7 +6,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # CPU machines: pin the CPU build of torch (an unpinned torch pulls a multi-GB CUDA build).
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: install kernel-tripwires system-deps lab-extension hub-deps test-deps hub hub-root-check hub-stop notebooks release messages demo lint test test-fast docs gpu-check bench clean
+.PHONY: install kernel-tripwires system-deps lab-extension student-env hub-deps test-deps hub hub-root-check hub-stop notebooks release messages demo lint test test-fast docs gpu-check bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -30,23 +30,37 @@ hub/node_modules/.installed: hub/package.json hub/package-lock.json
 	@if command -v npm >/dev/null; then cd hub && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
 	else echo "WARNING: no npm: configurable-http-proxy not installed; \`make hub\` and the hub tests need Node.js and npm." >&2; fi
 
-# JupyterLab's "Check my work" (labextension/, a prebuilt extension): its build tools from npm, pinned in
-# labextension/package-lock.json; built against this venv's JupyterLab and put where the venv's JupyterLab loads it.
-LABEXT_DEST := $(VENV)/share/jupyter/labextensions/sdpa-check-my-work
+# JupyterLab's "Check my work" (labextension/): the Python package sdpa-check-my-work, the student side (a server
+# extension that forwards checks, and the button and panel prebuilt with @jupyterlab/builder, pinned in
+# labextension/package-lock.json, against this venv's JupyterLab).  Installed into this venv (the instructor's
+# server uses it too) and into the students' environment below.
+LABEXT_BUILT := labextension/build/sdpa-check-my-work/package.json
 labextension/node_modules/.installed: labextension/package.json labextension/package-lock.json
 	@if command -v npm >/dev/null; then cd labextension && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
 	else echo "WARNING: no npm: JupyterLab's Check my work button is not built." >&2; fi
 
-$(LABEXT_DEST)/package.json: labextension/node_modules/.installed labextension/lib/index.js labextension/style/index.css
+$(LABEXT_BUILT): labextension/node_modules/.installed labextension/lib/index.js labextension/style/index.css
 	@if [ -d labextension/node_modules/@jupyterlab/builder ]; then \
 	  cd labextension && rm -rf build && node node_modules/@jupyterlab/builder/lib/build-labextension.js \
 	    --core-path "$$($(abspath $(PY)) -c 'import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), "staging"))')" . >/dev/null \
-	  && rm -rf $(abspath $(LABEXT_DEST)) && mkdir -p $(abspath $(dir $(LABEXT_DEST))) \
-	  && cp -r build/sdpa-check-my-work $(abspath $(LABEXT_DEST)) && echo "built JupyterLab's Check my work into $(LABEXT_DEST)"; fi
+	  && echo "built JupyterLab's Check my work into labextension/build"; fi
 
-lab-extension: install $(LABEXT_DEST)/package.json
+$(VENV)/.labextension-installed: $(LABEXT_BUILT) labextension/pyproject.toml labextension/sdpa_check_my_work/__init__.py
+	@if [ -f $(LABEXT_BUILT) ]; then $(PY) -m pip install -q --no-build-isolation ./labextension && touch $@; fi
 
-hub-deps: install hub/node_modules/.installed lab-extension
+lab-extension: install $(VENV)/.labextension-installed
+
+# The students' environment on `make hub`: a venv outside this checkout with what a student's server runs (torch,
+# numpy, matplotlib, JupyterLab, nbgrader's student extensions, sdpa-check-my-work) and nothing of the grader;
+# the hub closes this checkout to the students (hub/student_env.py).  Needs root, like the hub.
+STUDENT_VENV ?= /srv/sdpa-hub/student-venv
+# hub/control.py reads it (make hub, the hub tests)
+export SDPA_STUDENT_VENV := $(STUDENT_VENV)
+student-env: lab-extension
+	@if [ "$$(id -u)" = 0 ]; then $(PY) -m hub.student_env "$(STUDENT_VENV)"; \
+	else echo "student-env: not root, skipped (make hub and the hub tests need root)"; fi
+
+hub-deps: install hub/node_modules/.installed lab-extension student-env
 
 # axe-core (the accessibility engine of the browser tests) from npm, pinned in tests/support/axe/package-lock.json.
 AXE_DIR := tests/support/axe
@@ -87,7 +101,7 @@ demo: install system-deps kernel-tripwires release
 
 # ruff (pyproject.toml; the lesson's code cells in the built source notebooks) and the import layers (.importlinter)
 lint: install
-	$(abspath $(VENV))/bin/ruff check autograder benchmarks catalogue hub solutions tests tools nbgrader_config.py \
+	$(abspath $(VENV))/bin/ruff check autograder benchmarks catalogue hub labextension/sdpa_check_my_work solutions tests tools nbgrader_config.py \
 	  source/*/*.ipynb
 	$(abspath $(VENV))/bin/lint-imports --no-cache
 

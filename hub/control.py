@@ -16,6 +16,9 @@ JupyterHub on this machine:
   for the students of the Chinese edition);
 - nbgrader's server and lab extensions: all of them for the instructor, the student ones for
   students (formgrader, course list and create-assignment are switched off for them);
+- the students' servers and kernels run from their own venv outside this checkout (``make student-env``,
+  ``hub/student_env.py``), which holds nothing of the grader, and this checkout (answers, hidden checks,
+  samples, the grader's venv) is closed to them: an ACL entry per student with no permission at all;
 - JupyterHub from PyPI (PAM logins of those users, LocalProcessSpawner) behind
   configurable-http-proxy from npm (``hub/node_modules``, ``make hub-deps``);
 - the check service ("Check my work", ``python -m autograder.service``) as a hub-managed service running as
@@ -66,14 +69,17 @@ ASSIGNMENTS = tuple(EDITIONS)  # every edition of the course is released
 # the jupyterlab-language-pack-zh-CN package). A student can change it in Settings > Language.
 LAB_LOCALES = {"sdpa-student-a": "zh_CN", "sdpa-student-b": "en", "sdpa-student-c": "zh_CN"}
 
-DEFAULT_STATE = ROOT / ".hub"
+# Outside the checkout, which the students may not enter: they read their Jupyter config from the state directory.
+DEFAULT_STATE = Path("/srv/sdpa-hub/state")
 DEFAULT_EXCHANGE = Path("/srv/sdpa-hub/exchange")
+# The students' environment (``make student-env``; the Makefile's STUDENT_VENV).
+STUDENT_VENV = Path(os.environ.get("SDPA_STUDENT_VENV", "/srv/sdpa-hub/student-venv"))
 DEFAULT_PORT = 8000
 
 # Lab plugins and server extensions a student does not get (nbgrader's docs: "disable the
 # formgrader and create assignment extensions for students").
 STUDENT_OFF_SERVER = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list")
-FORWARD = "autograder.service.forward"  # "Check my work": the user's server forwards to the check service
+FORWARD = "sdpa_check_my_work"  # "Check my work": the user's server forwards to the check service
 STUDENT_OFF_LAB = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:course-list",
                    "@jupyter/nbgrader:create-assignment")
 
@@ -111,11 +117,17 @@ def as_user(user):
     return demote
 
 
+def bin_dir(user):
+    """The venv `user`'s server runs from: this checkout's for the instructor (and the grader), the students' own
+    for a student."""
+    return STUDENT_VENV / "bin" if user in STUDENTS else VENV_BIN
+
+
 def user_env(user, **extra):
     """A minimal login-like environment for `user` (the venv's bin first on PATH: nbgrader calls alembic)."""
     entry = pwd.getpwnam(user)
     env = {"HOME": entry.pw_dir, "USER": user, "LOGNAME": user, "SHELL": "/bin/bash", "LANG": "C.UTF-8",
-           "PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin"}
+           "PATH": f"{bin_dir(user)}:/usr/local/bin:/usr/bin:/bin"}
     env.update(extra)
     return env
 
@@ -216,10 +228,13 @@ class Hub:
             raise NotRoot("setting up the hub creates Unix users and directories: run it as root")
         if not PROXY.exists():
             raise RuntimeError(f"configurable-http-proxy is missing ({PROXY}); run `make hub-deps`")
+        if not (STUDENT_VENV / "bin" / "jupyterhub-singleuser").exists():
+            raise RuntimeError(f"the students' environment is missing ({STUDENT_VENV}); run `make hub-deps`")
         self.state.mkdir(parents=True, exist_ok=True)
         os.chmod(self.state, 0o711)  # the users read only the config dirs below, never the secrets
         self._users()
         self._interpreter_access()
+        self._close_checkout()
         self._exchange()
         self._course(fresh=fresh_course)
         if self.check_service:
@@ -264,7 +279,8 @@ class Hub:
         /root here): grant the course group traverse-only access (an ACL entry ``g:sdpa-hub:x``,
         no listing, no reading) on each such directory, and nothing else.
         """
-        targets = {Path(os.path.realpath(sys.executable)), VENV_BIN, PROXY.resolve(), ROOT}
+        targets = {Path(os.path.realpath(sys.executable)), VENV_BIN, PROXY.resolve(), ROOT,
+                   Path(os.path.realpath(STUDENT_VENV / "bin" / "python")), STUDENT_VENV / "bin"}
         blocked = set()
         for target in targets:
             for parent in [target, *target.parents]:
@@ -279,6 +295,16 @@ class Hub:
                 continue
             _run("setfacl", "-m", f"g:{GROUP}:x", path)
             print(f"  {path}: traverse-only ACL for group {GROUP} (the venv's Python lives below it)")
+
+    def _close_checkout(self):
+        """No student may enter this checkout (solutions, hidden checks, samples) or the grader's venv: a named-user
+        ACL entry with no permission outranks the group and other entries that let everyone else in."""
+        if not shutil.which("setfacl"):
+            _install_acl()
+        for path in sorted({ROOT, VENV_BIN.parent}):
+            for user in STUDENTS:
+                _run("setfacl", "-m", f"u:{user}:---", path)
+        print(f"  {ROOT}: closed to the students (ACL u:<student>:---)")
 
     def _exchange(self):
         self.exchange.mkdir(parents=True, exist_ok=True)
@@ -377,7 +403,7 @@ class Hub:
         return proc
 
     def nbgrader(self, user, *args, **kwargs):
-        return self.run_as(user, VENV_BIN / "nbgrader", *args, **kwargs)
+        return self.run_as(user, bin_dir(user) / "nbgrader", *args, **kwargs)
 
     def release(self, assignments=ASSIGNMENTS):
         """Generate and release `assignments` as the instructor (formgrader's Generate and Release buttons)."""
@@ -405,6 +431,7 @@ class Hub:
         if self.pid():
             raise RuntimeError(f"a hub is already running (pid {self.pid()}); `make hub-stop` first")
         settings = {"port": self.port, "ip": self.ip, "state": str(self.state), "venv_bin": str(VENV_BIN),
+                    "student_bin": str(STUDENT_VENV / "bin"),
                     "exchange": str(self.exchange),
                     "proxy": str(PROXY), "hub_port": free_port(), "api_port": free_port(),
                     "admin": INSTRUCTOR, "users": list(USERS)}

@@ -1,9 +1,10 @@
 """JupyterHub configuration of the sdpa course (started by hub/control.py, `make hub`).
 
 Logins are the course's local Unix users (PAM); each user's server is a JupyterLab started by
-LocalProcessSpawner as that user, with this repository's venv (nbgrader and torch) and the
-per-role Jupyter config that hub/control.py wrote (nbgrader exchange, course directory,
-which nbgrader extensions are on).
+LocalProcessSpawner as that user, with the per-role Jupyter config that hub/control.py wrote
+(nbgrader exchange, course directory, which nbgrader extensions are on): the instructor's from this
+repository's venv (nbgrader, the grader), a student's from the students' own venv (hub/student_env.py),
+which holds nothing of the grader.
 """
 import json
 import os
@@ -31,6 +32,18 @@ c.Authenticator.admin_users = {settings["admin"]}
 
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [os.path.join(venv_bin, "jupyterhub-singleuser")]
+
+
+def _bin(spawner):
+    return venv_bin if spawner.user.name == settings["admin"] else settings["student_bin"]
+
+
+def _student_environment(spawner):
+    """A student's server (and so their kernels) runs from the students' venv."""
+    spawner.cmd = [os.path.join(_bin(spawner), "jupyterhub-singleuser")]
+
+
+c.Spawner.pre_spawn_hook = _student_environment
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
 # A loaded 2-core machine needs more than the 60 s / 30 s defaults to start a server.
@@ -45,7 +58,7 @@ def _config_path(spawner):
 
 c.Spawner.environment = {
     # nbgrader shells out to `alembic`: the venv's bin first on PATH.
-    "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
+    "PATH": lambda spawner: f"{_bin(spawner)}:/usr/local/bin:/usr/bin:/bin",
     "JUPYTER_CONFIG_PATH": _config_path,
     "SDPA_EXCHANGE_ROOT": settings["exchange"],  # read by the course's nbgrader_config.py
     "LANG": "C.UTF-8",
@@ -66,6 +79,7 @@ if check:
                     *(["--show-points"] if check.get("show_points") else []),
                     *(["--allow-after-due"] if check.get("allow_after_due") else [])],
         "environment": {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": check["home"],
+                        "TMPDIR": check["home"],  # the grader's scratch files in its own home (mode 700)
                         "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
                         "SDPA_EXCHANGE_ROOT": settings["exchange"]},  # read by the course's nbgrader_config.py
         "oauth_no_confirm": True,

@@ -81,8 +81,23 @@ def _probe_as(hub, user, paths):
     code = ("import json, os, sys\nout = {}\nfor p in sys.argv[1:]:\n"
             "    try:\n        os.listdir(p) if os.path.isdir(p) else open(p, 'rb').read(1)\n        out[p] = 'ok'\n"
             "    except OSError as e:\n        out[p] = type(e).__name__\nprint(json.dumps(out))\n")
-    proc = hub.run_as(user, control.VENV_BIN / "python", "-c", code, *paths)
+    proc = hub.run_as(user, control.bin_dir(user) / "python", "-c", code, *paths)
     return json.loads(proc.stdout)
+
+
+def _students_hold_nothing_of_the_grader(hub):
+    """A student reaches neither the answers nor the hidden checks: the checkout (solutions, course, catalogue,
+    the grader's venv) is closed to them, and their own Python environment imports none of the grader."""
+    secrets = [control.ROOT / "solutions" / "sdpa.py", control.ROOT / "course" / "checks",
+               control.ROOT / "catalogue", control.ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+               control.VENV_BIN / "python"]
+    for student in control.STUDENTS:
+        probe = _probe_as(hub, student, [str(path) for path in secrets])
+        assert set(probe.values()) == {"PermissionError"}, (student, probe)
+    imports = hub.run_as(STUDENT_A, control.bin_dir(STUDENT_A) / "python", "-c",
+                         "import importlib.util as u, sys; print([m for m in sys.argv[1:] if u.find_spec(m)])",
+                         "autograder", "course", "solutions", "catalogue", "torch", "sdpa_check_my_work", cwd="/")
+    assert imports.stdout.strip() == "['torch', 'sdpa_check_my_work']", imports.stdout
 
 
 def _toc_scores(html):
@@ -124,6 +139,7 @@ def test_semester_through_the_exchange_as_separate_users(hub):
     *denied, own = probe.values()
     assert all(v == "PermissionError" for v in denied), probe
     assert own == "ok", probe
+    _students_hold_nothing_of_the_grader(hub)
 
     with _step("instructor: collect + autograde 2 submissions"):
         hub.nbgrader(INSTRUCTOR, "collect", ASSIGNMENT)

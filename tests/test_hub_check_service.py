@@ -186,7 +186,8 @@ def test_students_check_their_work_through_the_hub(hub):
             "print(json.dumps([c['codes'] for c in Records(sys.argv[1], read_only=True).of('sdpa_en')]))")
     shown = hub.run_as(control.INSTRUCTOR, control.VENV_BIN / "python", "-c", read, record, cwd=control.ROOT)
     assert json.loads(shown.stdout)[:2] == [["mask-inverted"], []]
-    probe = hub.run_as(STUDENT_B, control.VENV_BIN / "python", "-c", f"open({str(record)!r}, 'rb')", check=False)
+    probe = hub.run_as(STUDENT_B, control.bin_dir(STUDENT_B) / "python", "-c", f"open({str(record)!r}, 'rb')",
+                       check=False)
     assert probe.returncode != 0 and "PermissionError" in probe.stderr
 
 

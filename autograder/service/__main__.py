@@ -14,7 +14,7 @@ import sys
 from urllib.parse import urlparse
 
 from ..notebook.editions import EDITIONS
-from .app import BODY_SECONDS, IDLE_CONNECTION_SECONDS, MAX_REQUEST_BYTES, Settings, make_app
+from .app import BODY_SECONDS, GRADER_SECONDS_PER_HOUR, IDLE_CONNECTION_SECONDS, MAX_REQUEST_BYTES, Settings, make_app
 from .checker import Checker
 from .records import DIRECTORY, FILENAME, Records, default_path
 
@@ -24,6 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("course", help="the nbgrader course directory (holds the hidden checks; never the students')")
     parser.add_argument("--assignment", action="append", help="an assignment to check (default: every edition)")
     parser.add_argument("--per-hour", type=int, default=10, help="checks a student may run in any hour")
+    parser.add_argument("--grader-seconds-per-hour", type=float, default=GRADER_SECONDS_PER_HOUR,
+                        help="grader time a student's checks may take in any hour (default %(default)g)")
     parser.add_argument("--show-points", action="store_true", help="show each part's points in the answer")
     parser.add_argument("--allow-after-due", action="store_true", help="keep checks open past the due date")
     parser.add_argument("--instructor-group", default="instructors", help="hub group whose members read all records")
@@ -33,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     assignments = args.assignment or list(EDITIONS)
     checker = Checker(args.course, assignments, args.nbgrader_arg, say=lambda line: print(line, file=sys.stderr))
     settings = Settings(args.per_hour, args.show_points, args.allow_after_due, args.instructor_group,
-                        due=_due_dates(checker, assignments))
+                        due=_due_dates(checker, assignments), seconds_per_hour=args.grader_seconds_per_hour)
     records = Records(args.records or default_path(args.course))
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
     checker.start()

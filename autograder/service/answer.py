@@ -30,6 +30,22 @@ def answer(graded: dict, show_points: bool = False) -> dict[str, Any]:
             "passes": all(part["passes"] for part in parts)}
 
 
+def labels(assignment: str) -> dict[str, str]:
+    """The words of JupyterLab's button and panel (``labextension/``), in the assignment's language: the
+    student's environment holds none of the course's words, so it asks the service for them."""
+    with i18n.using(language_of(assignment)):
+        return {"language": language_of(assignment), "button": _("检查我的作业"),
+                "tooltip": _("用评分时的隐藏检查检查这份笔记本（包括还没保存的修改）；不计分"),
+                "title": _("检查结果"), "passes": _("通过"), "needs_work": _("需要修改"),
+                "held": _("等待老师复核"), "all_pass": _("每一部分都通过了。"),
+                "some_fail": _("有 {count} 个部分需要修改。"), "waiting": _("排队中：前面还有 {place} 份"),
+                "grading": _("正在检查……"), "example": _("最小的失败例子"), "hint": _("提示"),
+                "no_answer": _("检查服务没有回答，请稍后再试。"), "seconds": _("用时 {seconds} 秒"),
+                "points": _("{points} / {max_points} 分"),
+                "too_large": _("这份笔记本超过了检查允许的 {limit} MiB："
+                               "清除输出（编辑 > 清除所有单元格的输出），再检查一次。")}
+
+
 def _part(cell: dict, show_points: bool) -> dict[str, Any]:
     failed = [check for check in cell.get("checks", []) if isinstance(check, dict) and not check.get("passed")]
     held = bool(cell.get("held"))

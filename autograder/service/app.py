@@ -5,6 +5,7 @@ identity comes only from the hub, never from the request's body.
                                       403 (checks closed), 429 (too many this hour: "next" says when), 503 (full)
 ``GET  {prefix}api/check?assignment=`` the caller's latest answer, or their place while it waits
 ``GET  {prefix}api/records/{student}?assignment=``  a student's checks: the student themself or an instructor
+``GET  {prefix}api/labels?assignment=``  the words of JupyterLab's button and panel, in the assignment's language
 
 An instructor is a hub admin or a member of the hub group `instructor_group`; everyone else reads only their own.
 """
@@ -23,17 +24,24 @@ from tornado import web
 from .. import i18n
 from ..i18n import _
 from ..notebook.editions import EDITIONS, language_of
+from .answer import labels
 from .checker import Checker
 from .policy import MAX_CHECK_BYTES, RateLimit, closed
 from .records import Records
+
+# The grader time a student's checks may take in any hour: a correct notebook's check takes about a second and
+# a slow or looping one up to the time limits (tens of seconds); five minutes leave an honest student room.
+GRADER_SECONDS_PER_HOUR = 300.0
 
 
 class Settings:
     """The instructor's policies (`python -m autograder.service --help` sets them)."""
 
     def __init__(self, per_hour: int = 10, show_points: bool = False, allow_after_due: bool = False,
-                 instructor_group: str = "instructors", due: Optional[dict[str, Optional[datetime]]] = None) -> None:
+                 instructor_group: str = "instructors", due: Optional[dict[str, Optional[datetime]]] = None,
+                 seconds_per_hour: Optional[float] = GRADER_SECONDS_PER_HOUR) -> None:
         self.per_hour, self.show_points, self.allow_after_due = per_hour, show_points, allow_after_due
+        self.seconds_per_hour = seconds_per_hour
         self.instructor_group, self.due = instructor_group, dict(due or {})
 
 
@@ -125,14 +133,22 @@ class CheckHandler(_Handler):
         """429, saying when the next check is allowed (`later`, epoch seconds)."""
         when = datetime.fromtimestamp(later, timezone.utc)
         minutes = max(1, math.ceil((later - time.time()) / 60))
+        used = self.limit.grader_seconds(self.student)
         with self.speaking(self.get_argument("assignment", None)):
-            message = _("每小时最多检查 {per_hour} 次：下一次可以在 {time} UTC"
-                        "（约 {minutes} 分钟后）检查。").format(per_hour=self.limit.per_hour,
-                                                         time=when.strftime("%H:%M"), minutes=minutes)
+            if self.limit.seconds_per_hour is not None and used >= self.limit.seconds_per_hour:
+                message = _("这一小时里你的检查已经用了 {used:.0f} 秒评分时间（每小时最多 {limit:g} 秒）："
+                            "下一次可以在 {time} UTC（约 {minutes} 分钟后）检查。").format(
+                    used=used, limit=self.limit.seconds_per_hour, time=when.strftime("%H:%M"), minutes=minutes)
+            else:
+                message = _("每小时最多检查 {per_hour} 次：下一次可以在 {time} UTC"
+                            "（约 {minutes} 分钟后）检查。").format(per_hour=self.limit.per_hour,
+                                                             time=when.strftime("%H:%M"), minutes=minutes)
         self.reply(429, {"message": message, "next": when.isoformat(timespec="seconds")})
 
     def _done(self, student: str, assignment: str, reply: dict) -> None:
-        """Keep the check in the record (a press refused by the hourly limit is not a check: no row)."""
+        """Count the check's grader time against the student's hour, and keep it in the record (a press refused
+        by the hourly limit is not a check: no row)."""
+        self.limit.charge(student, reply.get("seconds") or 0.0)
         answer = reply if reply.get("state") == "answered" else None
         self.records.add(student, assignment, reply.get("state", "failed"), answer, reply.get("seconds"))
 
@@ -155,14 +171,22 @@ class RecordsHandler(_Handler):
         self.reply(200, {"student": student, "checks": self.records.of(assignment, student)})
 
 
+class LabelsHandler(_Handler):
+    @web.authenticated
+    def get(self) -> None:
+        self.reply(200, labels(self.assignment(self.get_argument("assignment", None))))
+
+
 def make_app(prefix: str, checker: Checker, records: Records, settings: Settings) -> web.Application:
     """The tornado application under the service's URL prefix (``JUPYTERHUB_SERVICE_PREFIX``)."""
     prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
-    shared = {"checker": checker, "records": records, "limit": RateLimit(settings.per_hour), "settings": settings}
+    shared = {"checker": checker, "records": records, "limit": RateLimit(settings.per_hour, settings.seconds_per_hour),
+              "settings": settings}
     return web.Application([
         (prefix + "oauth_callback", HubOAuthCallbackHandler),
         (prefix + "api/check", CheckHandler, shared),
         (prefix + r"api/records/([^/]+)", RecordsHandler, shared),
+        (prefix + "api/labels", LabelsHandler, shared),
     ], cookie_secret=os.urandom(32))
 
 

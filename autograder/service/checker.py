@@ -124,6 +124,7 @@ class Checker:
             student, (assignment, notebook, show_points, on_done) = job
             with self._done:
                 self.results[(student, assignment)] = {"state": "grading"}
+            taken = time.perf_counter()
             try:
                 reply = {"state": "answered", **self.grade(student, assignment, notebook, show_points)}
             except CheckRefused as exc:
@@ -132,6 +133,7 @@ class Checker:
                 with i18n.using(language_of(assignment)):
                     reply = {"state": "failed", "message": _("评分程序出错了（{error}）；请告诉老师。").format(
                         error=type(exc).__name__)}
+            reply.setdefault("seconds", round(time.perf_counter() - taken, 2))  # the grader time, whatever came of it
             with self._done:
                 self.results[(student, assignment)] = reply
                 self._done.notify_all()

@@ -18,33 +18,67 @@ from typing import Optional
 
 # A check's request: a notebook of up to 16 MiB (a submission may hold 64; outputs are what makes a notebook
 # large, and the panel says to clear them).  The service's HTTP server enforces it before any read; each user's
-# server (``forward.py``) refuses a larger one before it leaves, saying so in words.
+# server (``labextension/sdpa_check_my_work``, the same number) refuses a larger one before it leaves.
 MAX_CHECK_BYTES = 16 * 2**20
 
 
 class RateLimit:
-    """A sliding window of one hour per student."""
+    """A sliding window of one hour per student: at most `per_hour` checks, and at most `seconds_per_hour` of the
+    grader's time (None: no such bound).  Counting checks alone let a notebook that runs each call to just under
+    its time limit hold the one grader for most of a minute per press: a few students could fill its hour."""
 
-    def __init__(self, per_hour: int, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, per_hour: int, seconds_per_hour: Optional[float] = None,
+                 clock: Callable[[], float] = time.time) -> None:
         if per_hour < 1:
             raise ValueError("per_hour must be at least 1")
-        self.per_hour, self.clock = per_hour, clock
-        self._seen: dict[str, collections.deque] = {}
+        if seconds_per_hour is not None and not seconds_per_hour > 0:
+            raise ValueError("seconds_per_hour must be positive")
+        self.per_hour, self.seconds_per_hour, self.clock = per_hour, seconds_per_hour, clock
+        self._seen: dict[str, collections.deque] = {}  # student -> times of their checks
+        self._spent: dict[str, collections.deque] = {}  # student -> (time, grader seconds) of their checks
         self._lock = threading.Lock()
+
+    def _window(self, student: str, now: float) -> tuple[collections.deque, collections.deque]:
+        seen = self._seen.setdefault(student, collections.deque())
+        spent = self._spent.setdefault(student, collections.deque())
+        while seen and seen[0] <= now - 3600:
+            seen.popleft()
+        while spent and spent[0][0] <= now - 3600:
+            spent.popleft()
+        return seen, spent
 
     def take(self, student: str, count: bool = True) -> Optional[float]:
         """Count one check for `student` and return None, or return the time (epoch seconds) of the next check
         allowed, counting nothing.  `count=False` only asks."""
         now = self.clock()
         with self._lock:
-            seen = self._seen.setdefault(student, collections.deque())
-            while seen and seen[0] <= now - 3600:
-                seen.popleft()
-            if len(seen) >= self.per_hour:
-                return seen[0] + 3600
+            seen, spent = self._window(student, now)
+            later = seen[0] + 3600 if len(seen) >= self.per_hour else None
+            if self.seconds_per_hour is not None:
+                used = sum(seconds for _, seconds in spent)
+                for when, seconds in spent:  # the time the oldest checks leave the window, enough to go on
+                    if used < self.seconds_per_hour:
+                        break
+                    used -= seconds
+                    later = max(later or 0.0, when + 3600)
+            if later is not None:
+                return later
             if count:
                 seen.append(now)
             return None
+
+    def charge(self, student: str, seconds: float) -> None:
+        """Add the grader time one of `student`'s checks took."""
+        if self.seconds_per_hour is None or not seconds > 0:
+            return
+        now = self.clock()
+        with self._lock:
+            self._window(student, now)[1].append((now, float(seconds)))
+
+    def grader_seconds(self, student: str) -> float:
+        """The grader time `student`'s checks took in the last hour."""
+        with self._lock:
+            return sum(seconds for _, seconds in self._window(student, self.clock())[1])
 
 
 class FairQueue:

@@ -1,9 +1,10 @@
 // "Check my work" on the course's notebooks: the notebook as it is in the editor (unsaved changes included) goes
 // to the user's own Jupyter server, which forwards it to the check service with its hub token
-// (autograder/service/forward.py); the answer is shown in a panel beside the notebook, in the notebook's language.
+// (sdpa_check_my_work, beside this file); the answer is shown in a panel beside the notebook, in the notebook's
+// language.
 //
-// Every word shown comes from the server (its gettext catalogs) or from the answer itself; text is set with
-// textContent only, never as HTML.
+// Every word shown comes from the check service (its gettext catalogs) or from the answer itself; text is set
+// with textContent only, never as HTML.
 import { ToolbarButton } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ServerConnection } from '@jupyterlab/services';
@@ -171,7 +172,8 @@ async function check(app, panel, results) {
   if (response.ok && body.state === 'answered') {
     results.answer(labels, body);
   } else {
-    results.message(labels, body.message || labels.no_answer, 'error');
+    const tooLarge = body.too_large_mib ? fill(labels.too_large, { limit: body.too_large_mib }) : null;
+    results.message(labels, body.message || tooLarge || labels.no_answer, 'error');
   }
 }
 

@@ -1,11 +1,12 @@
-"""A Jupyter server extension in each user's own server: ``{base_url}sdpa-check/api/check`` forwards a check to
-the check service with the server's hub token, so the hub, not the request, says who is asking; and
-``{base_url}sdpa-check/api/labels`` gives JupyterLab's button and panel their words (``labextension/``).
+"""Check my work, the part that runs in each student's own Jupyter server: a server extension that forwards
+``{base_url}sdpa-check/api/check`` and ``{base_url}sdpa-check/api/labels`` to the course's check service with the
+server's hub token, so the hub, not the request, says who is asking.  The JupyterLab button and panel
+(``lib/index.js``) are installed with it.
 
-JupyterLab's "Check my work" talks to its own server (same origin, the server's XSRF check); the server adds
-``Authorization: token $JUPYTERHUB_API_TOKEN``, whose owner is the server's user and whose scopes
-(``Spawner.server_token_scopes``, ``hub/jupyterhub_config.py``) include access to the service and nothing more.
-A body larger than the service accepts is refused here, before it leaves the server.
+This package is all of the course a student's environment holds: no checks, no answers, no words of the grader
+(the labels come from the service too).  JupyterLab talks to its own server (same origin, the server's XSRF
+check); the server adds ``Authorization: token $JUPYTERHUB_API_TOKEN``, whose owner is the server's user and whose
+scopes (``Spawner.server_token_scopes``) include access to the service and nothing more.
 """
 from __future__ import annotations
 
@@ -17,24 +18,21 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
-from .. import i18n
-from ..i18n import _
-from ..notebook.editions import EDITIONS, language_of
-from .policy import MAX_CHECK_BYTES
-
-URL_ENV = "SDPA_CHECK_URL"  # the service's address inside the hub (hub/jupyterhub_config.py sets it)
+URL_ENV = "SDPA_CHECK_URL"  # the service's address inside the hub (the hub's config sets it)
 TIMEOUT_SECONDS = 30
+# The largest check the service accepts (its own cap, ``autograder/service/policy.py: MAX_CHECK_BYTES``, which it
+# enforces itself; a test keeps the two equal): a larger notebook is refused here, before it leaves the server.
+MAX_CHECK_BYTES = 16 * 2**20
 
 
 class ForwardHandler(APIHandler):
     def _target(self, path: str) -> str:
         base = os.environ.get(URL_ENV, "")
-        token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
-        if not base or not token:
+        if not base or not os.environ.get("JUPYTERHUB_API_TOKEN"):
             raise web.HTTPError(503, "this server is not started by a JupyterHub with the check service")
         return base.rstrip("/") + "/" + path
 
-    async def _forward(self, method: str, path: str, body: bytes | None = None) -> None:
+    async def forward(self, method: str, path: str, body: bytes | None = None) -> None:
         request = HTTPRequest(self._target(path), method=method, body=body, request_timeout=TIMEOUT_SECONDS,
                               headers={"Authorization": f"token {os.environ['JUPYTERHUB_API_TOKEN']}",
                                        "Content-Type": "application/json"}, follow_redirects=False)
@@ -50,43 +48,27 @@ class ForwardHandler(APIHandler):
             return self.finish(json.dumps({"message": "the check service did not answer; try again in a minute"}))
         self.finish(response.body)
 
+    def assignment(self) -> str:
+        return quote(self.get_argument("assignment", ""))
+
+
+class CheckHandler(ForwardHandler):
     @web.authenticated
     async def post(self) -> None:
-        assignment = self.get_argument("assignment", "")
         if len(self.request.body) > MAX_CHECK_BYTES:
-            with i18n.using(language_of(assignment)):
-                said = _("这份笔记本超过了检查允许的 {limit} MiB："
-                         "清除输出（编辑 > 清除所有单元格的输出），再检查一次。").format(limit=MAX_CHECK_BYTES // 2**20)
-            raise web.HTTPError(413, said)
-        await self._forward("POST", f"api/check?assignment={quote(assignment)}", self.request.body)
+            self.set_status(413)  # the panel says it in the notebook's language (`too_large` in the labels)
+            return self.finish(json.dumps({"too_large_mib": MAX_CHECK_BYTES // 2**20}))
+        await self.forward("POST", f"api/check?assignment={self.assignment()}", self.request.body)
 
     @web.authenticated
     async def get(self) -> None:
-        await self._forward("GET", f"api/check?assignment={quote(self.get_argument('assignment', ''))}")
+        await self.forward("GET", f"api/check?assignment={self.assignment()}")
 
 
-def labels(assignment: str) -> dict[str, str]:
-    """The words of JupyterLab's button and panel, in the assignment's language (the answer's own words come
-    from the service, in the same language)."""
-    with i18n.using(language_of(assignment)):
-        return {"language": language_of(assignment), "button": _("检查我的作业"),
-                "tooltip": _("用评分时的隐藏检查检查这份笔记本（包括还没保存的修改）；不计分"),
-                "title": _("检查结果"), "passes": _("通过"), "needs_work": _("需要修改"),
-                "held": _("等待老师复核"), "all_pass": _("每一部分都通过了。"),
-                "some_fail": _("有 {count} 个部分需要修改。"), "waiting": _("排队中：前面还有 {place} 份"),
-                "grading": _("正在检查……"), "example": _("最小的失败例子"), "hint": _("提示"),
-                "no_answer": _("检查服务没有回答，请稍后再试。"), "seconds": _("用时 {seconds} 秒"),
-                "points": _("{points} / {max_points} 分")}
-
-
-class LabelsHandler(APIHandler):
+class LabelsHandler(ForwardHandler):
     @web.authenticated
-    def get(self) -> None:
-        assignment = self.get_argument("assignment", "")
-        if assignment not in EDITIONS:
-            raise web.HTTPError(404, "not one of the course's notebooks")
-        self.set_header("Content-Type", "application/json; charset=utf-8")
-        self.finish(json.dumps(labels(assignment), ensure_ascii=False))
+    async def get(self) -> None:
+        await self.forward("GET", f"api/labels?assignment={self.assignment()}")
 
 
 def _jupyter_server_extension_points() -> list[dict]:
@@ -94,6 +76,6 @@ def _jupyter_server_extension_points() -> list[dict]:
 
 
 def _load_jupyter_server_extension(serverapp) -> None:
-    base = serverapp.web_app.settings["base_url"]
-    serverapp.web_app.add_handlers(".*$", [(base.rstrip("/") + "/sdpa-check/api/check", ForwardHandler),
-                                           (base.rstrip("/") + "/sdpa-check/api/labels", LabelsHandler)])
+    base = serverapp.web_app.settings["base_url"].rstrip("/")
+    serverapp.web_app.add_handlers(".*$", [(base + "/sdpa-check/api/check", CheckHandler),
+                                           (base + "/sdpa-check/api/labels", LabelsHandler)])

@@ -102,3 +102,41 @@ def test_a_body_is_not_read_before_the_hub_says_who_sends_it(service, token):
         status_line = conn.recv(200).split(b"\r\n", 1)[0]
     assert status_line.split()[1] == b"403", status_line
     assert time.monotonic() - started < 15
+
+
+def test_the_panel_words_come_from_the_service_in_the_notebook_language(service):
+    """The students' environment holds none of the course's words: the button and panel ask the service."""
+    status, chinese = service.call("/labels?assignment=sdpa", "tok-alice")
+    assert status == 200 and chinese["language"] == "zh" and chinese["button"] == "检查我的作业"
+    status, english = service.call("/labels?assignment=sdpa_en", "tok-alice")
+    assert status == 200 and english["language"] == "en" and english["button"] == "Check my work"
+    assert set(chinese) == set(english) and "{limit}" in english["too_large"]
+    assert service.call("/labels?assignment=sdpa", None)[0] != 200  # no hub identity: the hub's login, not the words
+    assert service.call("/labels?assignment=other", "tok-alice")[0] == 400
+
+
+def test_each_user_server_refuses_what_the_service_would_refuse():
+    """The forwarder (installed in the students' environment, without the grader) caps a check at the size the
+    service accepts."""
+    import sdpa_check_my_work
+
+    from autograder.service.policy import MAX_CHECK_BYTES
+
+    assert sdpa_check_my_work.MAX_CHECK_BYTES == MAX_CHECK_BYTES
+
+
+def test_a_student_whose_checks_hold_the_grader_waits_for_the_hour(released, tmp_path):
+    """Grader time is limited per student, not only the count of checks: one check of about a second against a
+    budget of half a second, and the next press is refused, saying why and when."""
+    running = LocalService(released, USERS, tmp_path, ["--per-hour", "10", "--grader-seconds-per-hour", "0.5",
+                                                       *[f"--nbgrader-arg={a}" for a in FAST_LIMITS]])
+    try:
+        fixed = _notebook(released, "correct-reference")
+        assert running.call("/check", "tok-alice", {"assignment": "sdpa", "notebook": fixed})[0] == 202
+        assert running.answer("tok-alice", "sdpa")["passes"]
+        status, refused = running.call("/check?assignment=sdpa", "tok-alice", {"assignment": "sdpa", "notebook": fixed})
+        assert status == 429 and "秒评分时间（每小时最多 0.5 秒）" in refused["message"], refused
+        assert re.search(r"\d\d:\d\d UTC", refused["message"]), refused
+        assert running.call("/check", "tok-bob", {"assignment": "sdpa", "notebook": fixed})[0] == 202
+    finally:
+        running.close()

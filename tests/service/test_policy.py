@@ -19,7 +19,7 @@ class Clock:
 
 def test_the_eleventh_check_in_an_hour_is_refused_with_the_time_of_the_next():
     clock = Clock()
-    limit = RateLimit(10, clock)
+    limit = RateLimit(10, clock=clock)
     for _ in range(10):
         assert limit.take("a") is None
         clock.now += 60
@@ -35,7 +35,7 @@ def test_no_hour_holds_more_checks_than_allowed(per_hour, gaps):
     """Whatever the timing of the presses, the counted checks of any hour never exceed the limit, and a refusal
     names a time in the future when a check will be counted."""
     clock = Clock()
-    limit, counted = RateLimit(per_hour, clock), []
+    limit, counted = RateLimit(per_hour, clock=clock), []
     for gap in gaps:
         clock.now += gap
         nxt = limit.take("s")
@@ -45,6 +45,41 @@ def test_no_hour_holds_more_checks_than_allowed(per_hour, gaps):
             assert nxt > clock.now
     for start in counted:
         assert sum(1 for t in counted if start <= t < start + 3600) <= per_hour
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(1, 600), st.lists(st.tuples(st.floats(0, 1800, allow_nan=False), st.floats(0, 120, allow_nan=False)),
+                                   max_size=60))
+def test_no_hour_holds_more_grader_time_than_allowed_plus_one_check(budget, presses):
+    """A student whose checks each hold the grader (up to the time limits) gets at most `budget` seconds of it
+    in any hour, plus the one check that crossed the line; a refusal names a time in the future."""
+    clock = Clock()
+    limit, taken = RateLimit(1000, seconds_per_hour=budget, clock=clock), []
+    for gap, seconds in presses:
+        clock.now += gap
+        nxt = limit.take("s")
+        if nxt is None:
+            taken.append((clock.now, seconds))
+            limit.charge("s", seconds)
+        else:
+            assert nxt > clock.now
+    for start, _ in taken:
+        in_hour = [seconds for t, seconds in taken if start <= t < start + 3600]
+        assert sum(in_hour) - max(in_hour) < budget + 1e-9
+
+
+def test_grader_time_is_a_limit_of_its_own_and_says_when_it_frees():
+    clock = Clock()
+    limit = RateLimit(10, seconds_per_hour=100, clock=clock)
+    assert limit.take("a") is None
+    limit.charge("a", 60)
+    clock.now += 600
+    assert limit.take("a") is None
+    limit.charge("a", 50)  # 110 s used within the hour: the next check waits for the first to leave it
+    assert limit.take("a") == 1_000_000.0 + 3600 and limit.grader_seconds("a") == 110
+    assert limit.take("b") is None
+    clock.now = 1_000_000.0 + 3600
+    assert limit.take("a") is None and limit.grader_seconds("a") == 50
 
 
 def test_a_full_queue_refuses_and_a_waiting_student_keeps_their_place():
@@ -92,7 +127,7 @@ def test_checks_close_at_the_due_date_unless_allowed(offset, allowed, expect):
 
 def test_only_a_check_that_enters_the_queue_counts_and_a_replaced_one_costs_nothing():
     clock = Clock()
-    limit = RateLimit(1, clock)
+    limit = RateLimit(1, clock=clock)
     queue = FairQueue(1)
 
     def admit(student):
