@@ -139,10 +139,11 @@ def render_text(label: str, part_result: PartResult, cell_points: float, earned:
         if _credited(check):
             lines.append("      " + _credit_note(check, explained[check.name]))
         if not check.passed:
-            lines.append("      " + (check.message if said[check.name] else _("（同上）")))
+            same = _("（同上）").strip()  # the English " (as above)" follows a tag on the page; here, a space
+            lines.append("      " + (check.message if said[check.name] else same))
             for code, first in codes.get(check.name, []):
                 entry = CATALOGUE[code]
-                text = _(entry.explanation) + " " + _("提示：") + _(entry.hint) if first else _("（同上）")
+                text = _(entry.explanation) + " " + _("提示：") + _(entry.hint) if first else same
                 lines.append(f"      [{code}] {text}")
             example = _shown_example(check.example)
             if example:
