@@ -26,7 +26,7 @@ from ..i18n import _
 from ..notebook.editions import EDITIONS, language_of
 from .answer import labels
 from .checker import Checker
-from .policy import MAX_CHECK_BYTES, RateLimit, closed
+from .policy import MAX_CHECK_BYTES, MAX_JSON_CONTAINERS, MAX_OTHER_BYTES, RateLimit, Uploads, closed, json_containers
 from .records import Records
 
 # The grader time a student's checks may take in any hour: a correct notebook's check takes about a second and
@@ -46,8 +46,9 @@ class Settings:
 
 
 class _Handler(HubOAuthenticated, web.RequestHandler):
-    def initialize(self, checker: Checker, records: Records, limit: RateLimit, settings: Settings) -> None:
-        self.checker, self.records, self.limit, self.policy = checker, records, limit, settings
+    def initialize(self, checker: Checker, records: Records, limit: RateLimit, settings: Settings,
+                   uploads: Uploads) -> None:
+        self.checker, self.records, self.limit, self.policy, self.uploads = checker, records, limit, settings, uploads
 
     def reply(self, status: int, body: dict[str, Any]) -> None:
         """A JSON answer; its message in the language of the assignment asked about (the course's, if none)."""
@@ -85,9 +86,13 @@ class _Handler(HubOAuthenticated, web.RequestHandler):
 
 @web.stream_request_body
 class CheckHandler(_Handler):
-    """A check's body is read only once the hub has said who sends it and the hourly limit allows one more:
-    an unauthenticated or refused request costs the service no body (found by a red-team pass: eight
-    unauthenticated 59 MiB bodies held half a GiB)."""
+    """A check's body is read only once the hub has said who sends it, the hourly limits allow one more, the
+    student has no check being graded and no other body arriving: an unauthenticated or refused request costs
+    the service no body (red-team passes: eight unauthenticated 59 MiB bodies held half a GiB; 48 connections of
+    one student, each a byte short of its end, held a GiB).  Only this handler takes a body larger than
+    `MAX_OTHER_BYTES`, and only once all that is settled."""
+
+    _arriving: Optional[str] = None
 
     def prepare(self) -> None:
         self._body = bytearray()
@@ -95,17 +100,52 @@ class CheckHandler(_Handler):
             return
         if self.current_user is None:
             raise web.HTTPError(403, "a check needs a JupyterHub token with access to this service")
-        # The hourly limit is asked here and counted when the check enters the queue.  The refusal's language
+        # The hourly limits are asked here and counted when the check enters the queue.  The refusal's language
         # comes from `?assignment=` (the forwarder passes it on).
-        later = self.limit.take(self.student, count=False)
-        if later is not None and self.checker.queue.place(self.student) is None:
-            self._refuse(later)
+        student = self.student
+        later = self.limit.take(student, count=False)
+        if later is not None and self.checker.queue.place(student) is None:
+            return self._refuse(later)
+        with self.speaking(self.get_argument("assignment", None)):
+            if self.checker.grading_for(student):  # its grader time is charged when it ends: one at a time
+                return self.reply(409, {"message": _("你的上一次检查还在评分中：等它的结果出来再检查。")})
+            announced = self.request.headers.get("Content-Length", "0")
+            if not announced.isdigit() or int(announced) > MAX_CHECK_BYTES:
+                return self.reply(413, {"message": _("这份笔记本超过了检查允许的 {limit} MiB："
+                                                     "清除输出（编辑 > 清除所有单元格的输出），再检查一次。").format(
+                    limit=MAX_CHECK_BYTES // 2**20)})
+            busy = self.uploads.start(student)
+            if busy == "student":
+                return self.reply(429, {"message": _("你已经有一份笔记本正在发送：等它发送完再检查。")})
+            if busy == "full":
+                return self.reply(503, {"message": _("检查服务正忙，请一分钟后再试。")})
+        self._arriving = student
+        self.request.connection.set_max_body_size(MAX_CHECK_BYTES)
+
+    def _arrived(self) -> None:
+        if self._arriving is not None:
+            self.uploads.end(self._arriving)
+            self._arriving = None
+
+    def on_finish(self) -> None:
+        self._arrived()
+
+    def on_connection_close(self) -> None:
+        self._arrived()
+        super().on_connection_close()
 
     def data_received(self, chunk: bytes) -> None:
-        self._body += chunk  # at most MAX_REQUEST_BYTES: the HTTP server's cap
+        self._body += chunk  # at most MAX_CHECK_BYTES: the connection's cap, set in prepare
 
     @web.authenticated
     def post(self) -> None:
+        self._arrived()
+        count = json_containers(self._body)
+        if count > MAX_JSON_CONTAINERS:
+            with self.speaking(self.get_argument("assignment", None)):
+                said = _("这份笔记本的结构太复杂，没法检查（{count} 个 JSON 对象和数组，最多 {limit} 个）："
+                         "删掉多余的内容再检查。").format(count=count, limit=MAX_JSON_CONTAINERS)
+            raise web.HTTPError(400, said)
         try:
             body = json.loads(bytes(self._body))
             assignment = body.get("assignment") if isinstance(body, dict) else None
@@ -177,11 +217,20 @@ class LabelsHandler(_Handler):
         self.reply(200, labels(self.assignment(self.get_argument("assignment", None))))
 
 
+def hourly_limit(settings: Settings, records: Records) -> RateLimit:
+    """The hourly limits, with the checks of the last hour in `records` already counted: restarting the service
+    gives no student a fresh hour."""
+    limit = RateLimit(settings.per_hour, settings.seconds_per_hour)
+    for check in records.since(time.time() - 3600):
+        limit.seed(check["student"], check["at"], check["seconds"])
+    return limit
+
+
 def make_app(prefix: str, checker: Checker, records: Records, settings: Settings) -> web.Application:
     """The tornado application under the service's URL prefix (``JUPYTERHUB_SERVICE_PREFIX``)."""
     prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
-    shared = {"checker": checker, "records": records, "limit": RateLimit(settings.per_hour, settings.seconds_per_hour),
-              "settings": settings}
+    shared = {"checker": checker, "records": records, "limit": hourly_limit(settings, records), "settings": settings,
+              "uploads": Uploads()}
     return web.Application([
         (prefix + "oauth_callback", HubOAuthCallbackHandler),
         (prefix + "api/check", CheckHandler, shared),
@@ -190,8 +239,9 @@ def make_app(prefix: str, checker: Checker, records: Records, settings: Settings
     ], cookie_secret=os.urandom(32))
 
 
-# The HTTP server's bounds (`__main__`): a request's size (`policy.MAX_CHECK_BYTES`), and how long an idle
-# connection and a slowly arriving body may take.
-MAX_REQUEST_BYTES = MAX_CHECK_BYTES
+# The HTTP server's bounds (`__main__`): a request's size (`policy.MAX_OTHER_BYTES`; a check's handler raises it
+# to `MAX_CHECK_BYTES` once it may read its body), and how long an idle connection and a slowly arriving body
+# may take.
+MAX_REQUEST_BYTES = MAX_OTHER_BYTES
 IDLE_CONNECTION_SECONDS = 30
 BODY_SECONDS = 60

@@ -21,12 +21,14 @@ from ..batch.coursedir import check_course, load_app
 from ..batch.worker import Grader, collector_paused, sandbox_or_refuse
 from ..grading import record
 from ..i18n import _
-from ..notebook.editions import language_of
+from ..notebook.editions import METADATA_KEY, language_of
 from ..notebook.submission import MAX_SUBMISSION_BYTES
 from .answer import answer
-from .policy import FairQueue
+from .policy import MAX_CELL_SOURCE_CHARS, FairQueue
 
 CHECK_SUFFIX = "+check"
+CELL_METADATA = ("nbgrader", "tags")  # what grading reads of a cell's metadata
+NOTEBOOK_METADATA = ("kernelspec", "language_info", METADATA_KEY)  # ... and of the notebook's (its edition)
 
 
 class CheckRefused(Exception):
@@ -59,6 +61,7 @@ class Checker:
         self._done = threading.Condition()
         self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
+        self._grading: Optional[str] = None  # the student whose check the worker holds, until it is charged
 
     def grade(self, student: str, assignment: str, notebook: bytes, show_points: bool = False) -> dict[str, Any]:
         """Grade one notebook now (the queue's worker calls this); the answer, or CheckRefused."""
@@ -77,10 +80,18 @@ class Checker:
         reply["seconds"] = round(time.perf_counter() - started, 2)
         return reply
 
+    def grading_for(self, student: str) -> bool:
+        """Whether the worker is grading `student`'s check now (its grader time not yet charged)."""
+        with self._done:
+            return self._grading == student
+
     @staticmethod
     def _readable(notebook: bytes, release_cells: int) -> bytes:
-        """The notebook as the grader takes it, without outputs (a check regrades them; they only cost
-        time), or CheckRefused: too large, not JSON, far more cells than the released notebook has."""
+        """The notebook as the grader takes it, or CheckRefused: too large, not JSON, far more cells than the
+        released notebook has, a cell's source longer than any answer needs.  Only what grading reads is kept
+        (each cell's type, id, source and nbgrader metadata and tags; the notebook's kernel and edition): outputs,
+        attachments and any other metadata only cost time and memory (a red-team pass held the service at 11 GiB
+        with 5 million empty objects in the metadata, copied by every nbconvert step)."""
         if len(notebook) > MAX_SUBMISSION_BYTES:
             raise CheckRefused(_("这份笔记本有 {size:.0f} MiB，超过了提交允许的 {limit} MiB："
                                  "清除输出（编辑 > 清除所有单元格的输出），保存，再检查一次。").format(
@@ -96,10 +107,28 @@ class Checker:
         if len(cells) > 2 * release_cells + 100:
             raise CheckRefused(_("这份笔记本有 {cells} 个单元格，发布的版本只有 {released} 个："
                                  "删掉多余的单元格再检查。").format(cells=len(cells), released=release_cells))
-        for cell in cells:
-            if isinstance(cell, dict) and cell.get("cell_type") == "code":
-                cell["outputs"], cell["execution_count"] = [], None
-        return json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+        kept = []
+        for number, cell in enumerate(cells, 1):
+            if not isinstance(cell, dict):
+                kept.append(cell)  # the grader says what is wrong with it
+                continue
+            source = cell.get("source", "")
+            chars = len("".join(s for s in source if isinstance(s, str))) if isinstance(source, list) else \
+                len(source) if isinstance(source, str) else 0
+            if chars > MAX_CELL_SOURCE_CHARS:
+                raise CheckRefused(_("第 {number} 个单元格有 {chars} 个字符，超过了检查允许的 {limit} 个："
+                                     "缩短它再检查。").format(number=number, chars=chars, limit=MAX_CELL_SOURCE_CHARS))
+            metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+            slim = {key: cell[key] for key in ("id", "cell_type", "source") if key in cell}
+            slim["metadata"] = {key: metadata[key] for key in CELL_METADATA if key in metadata}
+            if cell.get("cell_type") == "code":
+                slim["outputs"], slim["execution_count"] = [], None
+            kept.append(slim)
+        metadata = parsed.get("metadata") if isinstance(parsed.get("metadata"), dict) else {}
+        slim_notebook = {key: parsed[key] for key in ("nbformat", "nbformat_minor") if key in parsed}
+        slim_notebook["metadata"] = {key: metadata[key] for key in NOTEBOOK_METADATA if key in metadata}
+        slim_notebook["cells"] = kept
+        return json.dumps(slim_notebook, ensure_ascii=False).encode("utf-8")
 
     # -- the queue's worker -------------------------------------------------
     def start(self) -> None:
@@ -124,6 +153,7 @@ class Checker:
             student, (assignment, notebook, show_points, on_done) = job
             with self._done:
                 self.results[(student, assignment)] = {"state": "grading"}
+                self._grading = student
             taken = time.perf_counter()
             try:
                 reply = {"state": "answered", **self.grade(student, assignment, notebook, show_points)}
@@ -142,6 +172,8 @@ class Checker:
                     on_done(student, assignment, reply)
                 except Exception:  # noqa: BLE001 - a record that cannot be written must not stop the checks
                     logging.getLogger(__name__).exception("the check of %s was not recorded", student)
+            with self._done:
+                self._grading = None
 
     def close(self) -> None:
         self._stop.set()

@@ -16,10 +16,24 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Optional
 
-# A check's request: a notebook of up to 16 MiB (a submission may hold 64; outputs are what makes a notebook
-# large, and the panel says to clear them).  The service's HTTP server enforces it before any read; each user's
-# server (``labextension/sdpa_check_my_work``, the same number) refuses a larger one before it leaves.
-MAX_CHECK_BYTES = 16 * 2**20
+# A check's request: JupyterLab's panel sends the notebook without its outputs (the check regrades them), so a
+# released notebook is about 140 KB: 2 MiB leave room for any honest answer.  The service's HTTP server enforces
+# it before any read (other requests get `MAX_OTHER_BYTES`); each user's server (``labextension/
+# sdpa_check_my_work``, the same number) refuses a larger one before it leaves.
+MAX_CHECK_BYTES = 2 * 2**20
+MAX_OTHER_BYTES = 16 * 2**10
+# What a parsed notebook may cost: its JSON objects and arrays (the release has under 1,000: a body of 5 million
+# `{}` held the service at 11 GiB in a red-team pass) and one cell's source (the release's largest is about
+# 12,000 characters; 1.3 MB of source held the grader's static scan for 26 s).
+MAX_JSON_CONTAINERS = 50_000
+MAX_CELL_SOURCE_CHARS = 100_000
+# Bodies arriving at once: one per student, and this many in all.
+MAX_UPLOADS = 8
+
+
+def json_containers(body: bytes) -> int:
+    """An upper bound on the JSON objects and arrays in `body`, counted without parsing it."""
+    return body.count(b"{") + body.count(b"[")
 
 
 class RateLimit:
@@ -75,10 +89,49 @@ class RateLimit:
         with self._lock:
             self._window(student, now)[1].append((now, float(seconds)))
 
+    def seed(self, student: str, at: float, seconds: Optional[float]) -> None:
+        """Count a check made at `at` before this service started (from its record), so that a restart does not
+        give every student a fresh hour."""
+        now = self.clock()
+        if not at > now - 3600:
+            return
+        with self._lock:
+            seen, spent = self._window(student, now)
+            seen.append(at)
+            if self.seconds_per_hour is not None and seconds and seconds > 0:
+                spent.append((at, float(seconds)))
+            self._seen[student] = collections.deque(sorted(seen))
+            self._spent[student] = collections.deque(sorted(spent))
+
     def grader_seconds(self, student: str) -> float:
         """The grader time `student`'s checks took in the last hour."""
         with self._lock:
             return sum(seconds for _, seconds in self._window(student, self.clock())[1])
+
+
+class Uploads:
+    """Check bodies arriving at once: at most one per student and `most` in all, so that neither one student's
+    many connections nor a crowd's holds the service's memory (each body is up to MAX_CHECK_BYTES)."""
+
+    def __init__(self, most: int = MAX_UPLOADS) -> None:
+        self.most = most
+        self._arriving: set[str] = set()
+        self._lock = threading.Lock()
+
+    def start(self, student: str) -> Optional[str]:
+        """None when `student` may send a body now (call `end` once it is in), else "student" (theirs is
+        already arriving) or "full"."""
+        with self._lock:
+            if student in self._arriving:
+                return "student"
+            if len(self._arriving) >= self.most:
+                return "full"
+            self._arriving.add(student)
+            return None
+
+    def end(self, student: str) -> None:
+        with self._lock:
+            self._arriving.discard(student)
 
 
 class FairQueue:

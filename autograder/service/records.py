@@ -84,6 +84,13 @@ class Records:
         return [{"student": s, "at": at, "seconds": sec, "outcome": o, "passed_parts": json.loads(p),
                  "failed_parts": json.loads(f), "codes": json.loads(c)} for s, at, sec, o, p, f, c in rows]
 
+    def since(self, when: float) -> list[dict[str, Any]]:
+        """Every assignment's checks made after `when` (epoch seconds): who, when, the grader's seconds."""
+        with self._lock:
+            rows = self._db.execute("SELECT student, at, seconds FROM checks WHERE at > ? ORDER BY at, id",
+                                    (when,)).fetchall()
+        return [{"student": s, "at": at, "seconds": sec} for s, at, sec in rows]
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

@@ -21,8 +21,9 @@ from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 URL_ENV = "SDPA_CHECK_URL"  # the service's address inside the hub (the hub's config sets it)
 TIMEOUT_SECONDS = 30
 # The largest check the service accepts (its own cap, ``autograder/service/policy.py: MAX_CHECK_BYTES``, which it
-# enforces itself; a test keeps the two equal): a larger notebook is refused here, before it leaves the server.
-MAX_CHECK_BYTES = 16 * 2**20
+# enforces itself; a test keeps the two equal), outputs left out: a larger notebook is refused here, before it
+# leaves the server.
+MAX_CHECK_BYTES = 2 * 2**20
 
 
 class ForwardHandler(APIHandler):

@@ -15,7 +15,8 @@ from autograder.demo.check_service import LocalService
 from tests.support.grading import FAST_LIMITS
 
 pytestmark = pytest.mark.slow
-USERS = {"tok-alice": {"name": "alice"}, "tok-bob": {"name": "bob"},
+USERS = {"tok-alice": {"name": "alice"}, "tok-bob": {"name": "bob"}, "tok-carol": {"name": "carol"},
+         "tok-dave": {"name": "dave"}, "tok-erin": {"name": "erin"},
          "tok-teacher": {"name": "teacher", "groups": ["instructors"]}}
 
 
@@ -140,3 +141,91 @@ def test_a_student_whose_checks_hold_the_grader_waits_for_the_hour(released, tmp
         assert running.call("/check", "tok-bob", {"assignment": "sdpa", "notebook": fixed})[0] == 202
     finally:
         running.close()
+
+
+def _send_partly(service, path, token, length, sent=b'{"notebook"'):
+    """A connection that announces `length` bytes and sends `sent` only; returns the open socket."""
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(service.base + path)
+    conn = socket.create_connection((url.hostname, url.port), timeout=20)
+    headers = [f"POST {url.path}?{url.query} HTTP/1.1", f"Host: {url.hostname}", f"Content-Length: {length}",
+               "Content-Type: application/json", *([f"Authorization: token {token}"] if token else [])]
+    conn.sendall(("\r\n".join(headers) + "\r\n\r\n").encode() + sent)
+    return conn
+
+
+def test_only_a_check_takes_a_large_body(service):
+    """Found by a red-team pass: every other path (the labels, the records, the hub's callback, an unknown one)
+    buffered a 16 MiB body before answering, without a token.  They take 16 KiB now."""
+    import time
+
+    for path in ("/labels?assignment=sdpa", "/records/alice?assignment=sdpa", "/nowhere"):
+        started = time.monotonic()
+        with _send_partly(service, path, None, 2**20) as conn:
+            answer = conn.recv(200)
+        assert answer == b"" or answer.split()[1] in (b"400", b"413"), (path, answer)  # refused, or closed at once
+        assert time.monotonic() - started < 10, path
+
+
+def test_a_student_sends_one_body_at_a_time(service):
+    """Found by a red-team pass: 48 connections of one student, each a byte short of its end, held a GiB."""
+    first = _send_partly(service, "/check?assignment=sdpa_en", "tok-carol", 200_000)
+    try:
+        status, said = service.call("/check?assignment=sdpa_en", "tok-carol", {"assignment": "sdpa_en", "notebook": {}})
+        assert status == 429 and "already on its way" in said["message"], said
+        fixed = _notebook(service.released, "correct-reference")
+        assert service.call("/check", "tok-dave", {"assignment": "sdpa", "notebook": fixed})[0] == 202  # others go on
+    finally:
+        first.close()
+    service.answer("tok-dave", "sdpa")
+    for _ in range(50):  # once the first connection is gone, carol may send again
+        status, _reply = service.call("/check?assignment=sdpa_en", "tok-carol",
+                                      {"assignment": "sdpa_en", "notebook": {}})
+        if status != 429:
+            break
+    assert status == 202, status
+    service.answer("tok-carol", "sdpa_en")
+
+
+def test_a_check_waits_for_the_last_one_to_be_graded_and_charged(service):
+    """Found by a red-team pass: a check pressed while the last one was being graded was admitted before that
+    one's grader time was counted, so a student could take the hour's budget plus two checks."""
+    import time
+
+    slow = _notebook(service.released, "correct-reference")
+    slow["cells"].append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
+    assert service.call("/check", "tok-erin", {"assignment": "sdpa", "notebook": slow})[0] == 202
+    deadline = time.monotonic() + 60
+    while service.call("/check?assignment=sdpa", "tok-erin")[1].get("state") != "grading":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    status, said = service.call("/check?assignment=sdpa", "tok-erin", {"assignment": "sdpa", "notebook": slow})
+    assert status == 409 and "还在评分中" in said["message"], said
+    assert service.answer("tok-erin", "sdpa")["state"] == "answered"
+
+
+def test_a_notebook_too_complex_or_too_large_is_refused_before_it_is_parsed(service):
+    nested = {"assignment": "sdpa_en", "notebook": {"cells": [], "metadata": {"junk": [[]] * 60_000}}}
+    status, said = service.call("/check?assignment=sdpa_en", "tok-teacher", nested)
+    assert status == 400 and "too complex to check" in said["message"], said
+    status, said = service.call_raw("/check?assignment=sdpa_en", "tok-teacher", b" " * (2 * 2**20 + 1))
+    assert status == 413 and "over the 2 MiB a check accepts" in said["message"], said
+
+
+def test_a_restart_keeps_each_students_hour(tmp_path):
+    """Found by a red-team pass: the hourly limits lived in memory only; the record holds the checks."""
+    import time
+
+    from autograder.service.app import Settings, hourly_limit
+    from autograder.service.records import Records
+
+    records = Records(tmp_path / "record.db")
+    for minutes in (100, 50, 20, 5):
+        records.add("alice", "sdpa", "answered", seconds=40.0, at=time.time() - 60 * minutes)
+    limit = hourly_limit(Settings(per_hour=3), records)
+    assert limit.take("alice", count=False) is not None and limit.take("bob", count=False) is None
+    roomy = hourly_limit(Settings(per_hour=10, seconds_per_hour=100), records)
+    assert roomy.grader_seconds("alice") == 120 and roomy.take("alice", count=False) is not None
+    records.close()

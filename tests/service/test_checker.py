@@ -5,6 +5,7 @@ import nbformat
 import pytest
 
 import catalogue
+from autograder import i18n
 from autograder.demo import course, submissions
 from autograder.service.checker import Checker, CheckRefused
 from tests.support.grading import FAST_LIMITS
@@ -63,3 +64,34 @@ def test_a_notebook_with_far_more_cells_than_the_release_is_refused(checker, rel
     nb["cells"] += [{"cell_type": "markdown", "metadata": {}, "source": "x"}] * (2 * len(nb["cells"]) + 101)
     with pytest.raises(CheckRefused, match="delete the extra cells"):
         checker.grade("dave", "sdpa_en", json.dumps(nb).encode())
+
+
+def test_only_what_grading_reads_reaches_the_grader(released):
+    """Found by a red-team pass: five million empty objects in a notebook's metadata held the service at 11 GiB
+    (every nbconvert step copies the notebook).  Outputs, attachments and unknown metadata are dropped before
+    grading; what grading reads stays: sources, ids, nbgrader metadata and tags, the kernel and the edition."""
+    nb = json.loads(_notebook(released, "correct-reference", "sdpa_en"))
+    nb["metadata"]["junk"] = [{}] * 50
+    for cell in nb["cells"]:
+        cell["metadata"]["junk"] = {"a": [1, 2, 3]}
+        if cell["cell_type"] == "markdown":
+            cell["attachments"] = {"x.png": {"image/png": "AAAA"}}
+        else:
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "x" * 1000}]
+    slim = json.loads(Checker._readable(json.dumps(nb).encode(), len(nb["cells"])))
+    assert set(slim["metadata"]) == {"kernelspec", "language_info", "sdpa_course"}
+    assert slim["metadata"]["sdpa_course"] == nb["metadata"]["sdpa_course"]
+    for before, after in zip(nb["cells"], slim["cells"]):
+        assert after["source"] == before["source"] and after["id"] == before["id"]
+        assert after["metadata"] == {k: before["metadata"][k] for k in ("nbgrader", "tags") if k in before["metadata"]}
+        assert "attachments" not in after and after.get("outputs", []) == []
+
+
+@pytest.mark.parametrize("source", ["x = 1\n" * 20_000, ["y = 2\n"] * 20_000])
+def test_a_cell_longer_than_any_answer_is_refused(released, source):
+    """Found by a red-team pass: 1.3 MB of source in one cell held the grader's static scan for 26 s."""
+    nb = json.loads(_notebook(released, "correct-reference", "sdpa_en"))
+    nb["cells"][3]["source"] = source
+    with pytest.raises(CheckRefused, match="Cell 4 has 120000 characters, over the 100000"):
+        with i18n.using("en"):
+            Checker._readable(json.dumps(nb).encode(), len(nb["cells"]))
