@@ -4,17 +4,25 @@ A submission is the folder ``submitted/<student>/<assignment>/``.  Its files
 are counted as both commands read them (regular files, links and the course's
 ignore patterns left out), and a folder over `MAX_SUBMISSION_BYTES` is refused
 before any of it is graded, with what to do: a notebook this large holds
-outputs, not answers.  A notebook's name that is a folder is refused too.  Stock applies the rule in its first step
-(``nbgrader/restore.py``), ``sdpa-course`` before it sends the files to a worker.
+outputs, not answers.  A notebook's name that is a folder is refused too, and so is a notebook whose JSON holds
+more than `MAX_JSON_CONTAINERS` objects and arrays: every grading step copies the notebook, and 16 MiB of empty
+objects in its metadata held a grading at 9 GiB for 80 s (64 MiB would have needed four times that).  Stock applies
+the notebook rules before nbconvert reads a notebook (``nbgrader/submission_exporter.py``) and the folder's size in
+its first step (``nbgrader/restore.py``); ``sdpa-course`` applies all of them before it sends the files to a worker.
 """
 from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Iterable, Iterator
 from typing import Union
 
 MAX_SUBMISSION_BYTES = 64 * 2**20
+# A released notebook holds under 500 JSON objects and arrays; outputs add a few per cell (their text and images
+# are strings).
+MAX_JSON_CONTAINERS = 100_000
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 class SubmissionRefused(Exception):
@@ -47,12 +55,34 @@ def check_size(size: int, where: str) -> None:
             f"Edit > Clear Outputs of All Cells, then save), put it back in {where}, and grade again")
 
 
+def json_containers(data: bytes) -> int:
+    """The JSON objects and arrays in `data` (an upper bound where it is not valid JSON), counted without parsing
+    it: the brackets left once every string is taken out."""
+    outside = _JSON_STRING.sub(b"", data)
+    return outside.count(b"{") + outside.count(b"[")
+
+
+def check_notebook(path: Union[str, os.PathLike], where: str) -> None:
+    """The rules for one notebook file, before anything reads it as a notebook: not a folder, within the size,
+    within `MAX_JSON_CONTAINERS`.  `where` names it as the instructor sees it."""
+    if os.path.isdir(path):
+        raise SubmissionRefused(f"{where} is a folder, not a notebook: put the student's notebook file there in its "
+                                f"place, and grade again")
+    check_size(os.path.getsize(path), os.path.dirname(where) or where)
+    with open(path, "rb") as f:
+        count = json_containers(f.read())
+    if count > MAX_JSON_CONTAINERS:
+        raise SubmissionRefused(
+            f"{where} holds {count:,} JSON objects and arrays, over the {MAX_JSON_CONTAINERS:,} a notebook may hold "
+            f"(the released one has under 500): something filled its metadata or outputs. Open it in JupyterLab, "
+            f"clear its outputs (Edit > Clear Outputs of All Cells), remove the added metadata (Property Inspector), "
+            f"save, put it back in {os.path.dirname(where) or where}, and grade again")
+
+
 def check_folder(top: Union[str, os.PathLike], ignore: Iterable[str], where: str) -> None:
-    """A notebook name that is a folder is refused; then `check_size` of the files under `top`, counted as
-    `files` lists them."""
+    """`check_notebook` for each notebook in `top` (a name that is a folder too); then `check_size` of the files
+    under `top`, counted as `files` lists them."""
     for entry in sorted(os.scandir(top), key=lambda e: e.name):
-        if entry.name.endswith(".ipynb") and entry.is_dir(follow_symlinks=False):
-            raise SubmissionRefused(
-                f"{os.path.join(where, entry.name)} is a folder, not a notebook: put the student's notebook file "
-                f"there in its place, and grade again")
+        if entry.name.endswith(".ipynb") and not entry.is_symlink():
+            check_notebook(entry.path, os.path.join(where, entry.name))
     check_size(sum(os.path.getsize(path) for _rel, path in files(top, ignore)), where)

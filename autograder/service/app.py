@@ -24,9 +24,10 @@ from tornado import web
 from .. import i18n
 from ..i18n import _
 from ..notebook.editions import EDITIONS, language_of
+from ..notebook.submission import MAX_JSON_CONTAINERS, json_containers
 from .answer import labels
 from .checker import Checker
-from .policy import MAX_CHECK_BYTES, MAX_JSON_CONTAINERS, MAX_OTHER_BYTES, RateLimit, Uploads, closed, json_containers
+from .policy import MAX_CHECK_BYTES, MAX_OTHER_BYTES, RateLimit, Uploads, closed
 from .records import Records
 
 # The grader time a student's checks may take in any hour: a correct notebook's check takes about a second and
@@ -140,7 +141,7 @@ class CheckHandler(_Handler):
     @web.authenticated
     def post(self) -> None:
         self._arrived()
-        count = json_containers(self._body)
+        count = json_containers(bytes(self._body))
         if count > MAX_JSON_CONTAINERS:
             with self.speaking(self.get_argument("assignment", None)):
                 said = _("这份笔记本的结构太复杂，没法检查（{count} 个 JSON 对象和数组，最多 {limit} 个）："

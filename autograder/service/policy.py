@@ -22,18 +22,12 @@ from typing import Optional
 # sdpa_check_my_work``, the same number) refuses a larger one before it leaves.
 MAX_CHECK_BYTES = 2 * 2**20
 MAX_OTHER_BYTES = 16 * 2**10
-# What a parsed notebook may cost: its JSON objects and arrays (the release has under 1,000: a body of 5 million
-# `{}` held the service at 11 GiB in a red-team pass) and one cell's source (the release's largest is about
-# 12,000 characters; 1.3 MB of source held the grader's static scan for 26 s).
-MAX_JSON_CONTAINERS = 50_000
+# One cell's source: the release's largest is about 12,000 characters; 1.3 MB of source held the grader's static
+# scan for 26 s in a red-team pass.  (A notebook's JSON structure is bounded by the submission rule,
+# ``notebook/submission.py: MAX_JSON_CONTAINERS``, applied before the body is parsed.)
 MAX_CELL_SOURCE_CHARS = 100_000
 # Bodies arriving at once: one per student, and this many in all.
 MAX_UPLOADS = 8
-
-
-def json_containers(body: bytes) -> int:
-    """An upper bound on the JSON objects and arrays in `body`, counted without parsing it."""
-    return body.count(b"{") + body.count(b"[")
 
 
 class RateLimit:

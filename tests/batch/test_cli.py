@@ -407,6 +407,10 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
         # over the size both commands accept (a notebook's outputs: MAX_SUBMISSION_BYTES)
         "too-large": {"sdpa.ipynb": _with_output(good, MAX_SUBMISSION_BYTES + 2**20)},
         "notebook-folder": {"sdpa.ipynb": {"sdpa.ipynb": good}},  # a folder where the notebook belongs
+        # more JSON objects than a notebook may hold, in its metadata (a red-team pass: 16 MiB of them held a
+        # grading at 9 GiB)
+        "json-objects": {"sdpa.ipynb": good.replace(b'"metadata": {', b'"metadata": {"junk": [' +
+                                                     b",".join([b"{}"] * 150_000) + b"], ", 1)},
     }
     submissions = dict(unreadable, **{
         "correct-reference": {"sdpa.ipynb": good},
@@ -451,11 +455,15 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
     assert "sdpa.ipynb is the sdpa_en edition's notebook (its metadata says so)" in failed["renamed-edition"]
     assert "move it to submitted/<student>/sdpa_en/sdpa_en.ipynb" in failed["renamed-edition"]
     assert "sdpa.ipynb is the sdpa_en edition's notebook (its metadata says so)" in stock_run.stderr
-    for student, rule in (("too-large", "MiB a submission may hold"), ("notebook-folder", "is a folder, not a")):
+    for student, rule in (("too-large", "MiB a submission may hold"), ("notebook-folder", "is a folder, not a"),
+                          ("json-objects", "JSON objects and arrays, over the 100,000")):
         where = f"submitted/{student}/sdpa"
         assert where in failed[student] and rule in failed[student], failed[student]
         assert "/tmp/" not in failed[student].replace(str(cli_root), ""), failed[student]  # no worker's path
     assert "Clear its outputs" in failed["too-large"] and "Clear its outputs" in stock_run.stderr
+    # stock refuses before nbconvert reads the notebook, in one line
+    assert "Refused: submitted/json-objects/sdpa/sdpa.ipynb holds 150," in stock_run.stderr
+    assert "Refused: submitted/notebook-folder/sdpa/sdpa.ipynb is a folder" in stock_run.stderr
     assert f"graded 2, skipped 0 (already graded), failed {len(failed)} " in ours.stdout, ours.stdout
     entries = _entries(cli_root)
     assert "no-notebook" not in entries

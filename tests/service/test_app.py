@@ -207,7 +207,7 @@ def test_a_check_waits_for_the_last_one_to_be_graded_and_charged(service):
 
 
 def test_a_notebook_too_complex_or_too_large_is_refused_before_it_is_parsed(service):
-    nested = {"assignment": "sdpa_en", "notebook": {"cells": [], "metadata": {"junk": [[]] * 60_000}}}
+    nested = {"assignment": "sdpa_en", "notebook": {"cells": [], "metadata": {"junk": [[]] * 120_000}}}
     status, said = service.call("/check?assignment=sdpa_en", "tok-teacher", nested)
     assert status == 400 and "too complex to check" in said["message"], said
     status, said = service.call_raw("/check?assignment=sdpa_en", "tok-teacher", b" " * (2 * 2**20 + 1))
