@@ -439,6 +439,11 @@ class Hub:
             settings["check_service"] = {"name": CHECK_SERVICE, "user": CHECKER, "port": free_port(),
                                          "home": str(self.checker_home), "course": str(self.course),
                                          "records": str(self.check_records), "per_hour": self.checks_per_hour}
+        # The hub's own files are root's alone: the state directory is open to the users (their Jupyter config),
+        # and its database and log name every user, server and token (a red-team pass read them as a student).
+        for private in (self.settings_file, self.log, self.state / "jupyterhub.sqlite"):
+            os.close(os.open(private, os.O_WRONLY | os.O_CREAT, 0o600))
+            os.chmod(private, 0o600)
         self.settings_file.write_text(json.dumps(settings, indent=1))
         env = {**os.environ, "SDPA_HUB_SETTINGS": str(self.settings_file),
                "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"}

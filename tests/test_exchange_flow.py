@@ -85,6 +85,27 @@ def _probe_as(hub, user, paths):
     return json.loads(proc.stdout)
 
 
+def _plant_in_the_inbox(hub, inbound, course):
+    """What a red-team pass did as student A, through the exchange's inbox that every student may write: links
+    to the instructor's files and to /dev/zero in A's own submission, a folder in B's name dated after B's real
+    submission, and one of A's own dated in the future."""
+    script = ("import os, shutil, sys, datetime\n"
+              "inbound, course, me, other, assignment, mine = sys.argv[1:]\n"
+              "os.symlink(os.path.join(course, 'source', assignment, assignment + '.ipynb'),"
+              " os.path.join(mine, 'leak_solution.html'))\n"
+              "os.symlink('/dev/zero', os.path.join(mine, 'zero.bin'))\n"
+              "soon = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=1)\n"
+              "for name, when in ((other, soon.strftime('%Y-%m-%d %H:%M:%S.%f UTC')),"
+              " (me, '2099-01-01 00:00:00.000000 UTC')):\n"
+              "    forged = os.path.join(inbound, f'{name}+{assignment}+{when}+deadbeef')\n"
+              "    shutil.copytree(mine, forged, symlinks=True)\n"
+              "    open(os.path.join(forged, 'timestamp.txt'), 'w').write(when)\n")
+    # the inbox cannot be listed by a student, but A knows its own submission's name (its nbgrader cache has it)
+    (mine,) = inbound.glob(f"{STUDENT_A}+{ASSIGNMENT}+*")
+    hub.run_as(STUDENT_A, control.bin_dir(STUDENT_A) / "python", "-c", script, inbound, course, STUDENT_A, STUDENT_B,
+               ASSIGNMENT, mine)
+
+
 def _students_hold_nothing_of_the_grader(hub):
     """A student reaches neither the answers nor the hidden checks: the checkout (solutions, course, catalogue,
     the grader's venv) is closed to them, and their own Python environment imports none of the grader."""
@@ -141,10 +162,24 @@ def test_semester_through_the_exchange_as_separate_users(hub):
     assert own == "ok", probe
     _students_hold_nothing_of_the_grader(hub)
 
+    submitted_by_b = nbformat.read(str(control.home(STUDENT_B) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), as_version=4)
+    _plant_in_the_inbox(hub, exchange / COURSE_ID / "inbound", course)
+
     with _step("instructor: collect + autograde 2 submissions"):
-        hub.nbgrader(INSTRUCTOR, "collect", ASSIGNMENT)
+        collected = hub.nbgrader(INSTRUCTOR, "collect", ASSIGNMENT)
         for student in SAMPLE_FOR:
             assert (course / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
+        # what A planted is refused, each with its line; B's own submission is the one collected
+        said = collected.stdout + collected.stderr
+        assert said.count("Not collected") == 4, said
+        assert f"names {STUDENT_B} but belongs to {STUDENT_A}" in said and "is dated in the future" in said, said
+        planted = course / "submitted" / STUDENT_A / ASSIGNMENT
+        kept = {p.name for p in planted.iterdir()}
+        assert f"{ASSIGNMENT}.ipynb" in kept and not kept & {"leak_solution.html", "zero.bin"}, kept
+        assert not any(p.is_symlink() for p in planted.rglob("*"))
+        b_collected = nbformat.read(str(course / "submitted" / STUDENT_B / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"),
+                                    as_version=4)
+        assert [c.source for c in b_collected.cells] == [c.source for c in submitted_by_b.cells]
         graded = hub.nbgrader(INSTRUCTOR, "autograde", ASSIGNMENT)
     assert "SANDBOX UNAVAILABLE" not in graded.stdout + graded.stderr, "autograde ran without the sandbox"
     for student in SAMPLE_FOR:  # our TrustedScoring ran (it writes this report), not stock nbgrader

@@ -199,6 +199,19 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 EDITION = {STUDENT_C: "sdpa", STUDENT_B: "sdpa_en"}
 
 
+def test_a_student_reads_none_of_the_hubs_own_files(hub):
+    """Found by a red-team pass: the hub's database and log (every user, server and token prefix) were readable
+    in the state directory, which students traverse for their Jupyter config."""
+    private = [hub.settings_file, hub.log, hub.state / "jupyterhub.sqlite", hub.check_records]
+    code = ("import sys\nfor p in sys.argv[1:]:\n    try:\n        open(p, 'rb').read(1)\n        print('read', p)\n"
+            "    except OSError as e:\n        print(type(e).__name__, p)\n")
+    said = hub.run_as(STUDENT_B, control.bin_dir(STUDENT_B) / "python", "-c", code, *map(str, private)).stdout
+    assert said.splitlines() == [f"PermissionError {p}" for p in private], said
+    config = hub.run_as(STUDENT_B, control.bin_dir(STUDENT_B) / "python", "-c", code,
+                        str(hub.state / "jupyter" / "student" / "nbgrader_config.py")).stdout
+    assert config.startswith("read "), config  # what a student's server needs stays readable
+
+
 def _place_notebook(user, sample_name, assignment):
     """The student's working copy, as if fetched and written: the released notebook with the sample's answers."""
     (sample,) = [s for s in catalogue.CATALOGUE if s.name == sample_name]

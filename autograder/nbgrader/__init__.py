@@ -90,6 +90,8 @@ def configure(c: Any) -> None:
         setattr(c[section], name, list(steps))
     # the notebook rules (size, a folder's name, JSON structure) before nbconvert reads a submission
     c.Autograde.exporter_class = "autograder.nbgrader.submission_exporter.SubmissionCheckingExporter"
+    # collect takes from the shared inbox only real folders of the student they name, without following links
+    c.ExchangeFactory.collect = "autograder.nbgrader.safe_collect.SafeCollect"
     _quiet_gradebook_warnings()
     _refusals_in_one_line()
     # nbconvert validates the whole notebook after each of the ~14 steps of a pipeline (about a tenth of a

@@ -166,6 +166,9 @@ class CheckHandler(_Handler):
             place = self.checker.queue.put(self.student, job, admit=lambda: self.limit.take(self.student) is None)
             if place is None:
                 raise web.HTTPError(503, _("检查服务正忙，请一分钟后再试。"))
+        if place == self.checker.queue.IN_PROGRESS:
+            with self.speaking(assignment):
+                return self.reply(409, {"message": _("你的上一次检查还在评分中：等它的结果出来再检查。")})
         if place == self.checker.queue.REFUSED:
             return self._refuse(self.limit.take(self.student, count=False) or time.time() + 60)
         self.reply(202, {"state": "waiting", "place": place})

@@ -61,7 +61,6 @@ class Checker:
         self._done = threading.Condition()
         self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
-        self._grading: Optional[str] = None  # the student whose check the worker holds, until it is charged
 
     def grade(self, student: str, assignment: str, notebook: bytes, show_points: bool = False) -> dict[str, Any]:
         """Grade one notebook now (the queue's worker calls this); the answer, or CheckRefused."""
@@ -81,9 +80,8 @@ class Checker:
         return reply
 
     def grading_for(self, student: str) -> bool:
-        """Whether the worker is grading `student`'s check now (its grader time not yet charged)."""
-        with self._done:
-            return self._grading == student
+        """Whether the worker holds `student`'s check now (its grader time not yet charged)."""
+        return self.queue.in_progress(student)
 
     @staticmethod
     def _readable(notebook: bytes, release_cells: int) -> bytes:
@@ -153,7 +151,6 @@ class Checker:
             student, (assignment, notebook, show_points, on_done) = job
             with self._done:
                 self.results[(student, assignment)] = {"state": "grading"}
-                self._grading = student
             taken = time.perf_counter()
             try:
                 reply = {"state": "answered", **self.grade(student, assignment, notebook, show_points)}
@@ -172,8 +169,7 @@ class Checker:
                     on_done(student, assignment, reply)
                 except Exception:  # noqa: BLE001 - a record that cannot be written must not stop the checks
                     logging.getLogger(__name__).exception("the check of %s was not recorded", student)
-            with self._done:
-                self._grading = None
+            self.queue.finished(student)
 
     def close(self) -> None:
         self._stop.set()

@@ -136,9 +136,11 @@ class FairQueue:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
         self._waiting: collections.OrderedDict = collections.OrderedDict()  # student -> job
+        self._taken: set[str] = set()  # students whose job the worker took and has not `finished`
         self._ready = threading.Condition()
 
     REFUSED = 0  # put's answer when `admit` refused a new entry
+    IN_PROGRESS = -1  # put's answer while the student's last job is taken and not finished
 
     def put(self, student: str, job: object, admit: Optional[Callable[[], bool]] = None) -> Optional[int]:
         """Queue `job` for `student`; returns their place (1 = next), None when the queue is full, or REFUSED.
@@ -147,6 +149,8 @@ class FairQueue:
         the worker cannot take a waiting job between the question "is this student waiting?" and the put."""
         with self._ready:
             if student not in self._waiting:
+                if student in self._taken:  # decided with the take, under one lock: no press slips between
+                    return self.IN_PROGRESS
                 if len(self._waiting) >= self.capacity:
                     return None
                 if admit is not None and not admit():
@@ -161,11 +165,23 @@ class FairQueue:
             return list(self._waiting).index(student) + 1 if student in self._waiting else None
 
     def get(self, timeout: Optional[float] = None) -> Optional[tuple[str, object]]:
-        """The next (student, job), waiting at most `timeout` seconds; None if none came."""
+        """The next (student, job), waiting at most `timeout` seconds; None if none came.  The student's next
+        job is refused (`IN_PROGRESS`) until `finished(student)`."""
         with self._ready:
             if not self._ready.wait_for(lambda: self._waiting, timeout):
                 return None
-            return self._waiting.popitem(last=False)
+            student, job = self._waiting.popitem(last=False)
+            self._taken.add(student)
+            return student, job
+
+    def finished(self, student: str) -> None:
+        """The job `get` gave for `student` is done (and its cost counted)."""
+        with self._ready:
+            self._taken.discard(student)
+
+    def in_progress(self, student: str) -> bool:
+        with self._ready:
+            return student in self._taken
 
     def __len__(self) -> int:
         with self._ready:

@@ -82,6 +82,19 @@ def test_grader_time_is_a_limit_of_its_own_and_says_when_it_frees():
     assert limit.take("a") is None and limit.grader_seconds("a") == 50
 
 
+def test_a_students_next_check_waits_until_the_taken_one_is_finished():
+    """Found by a red-team pass: the 'being graded' test sat outside the queue's lock, so an upload begun while
+    the last check waited and finished once it was taken was admitted: the grader-time bound became budget plus
+    two checks.  The queue itself now refuses, in the same lock as the take."""
+    queue = FairQueue(4)
+    assert queue.put("a", 1) == 1
+    assert queue.get(0) == ("a", 1) and queue.in_progress("a")
+    assert queue.put("a", 2, admit=lambda: True) == FairQueue.IN_PROGRESS and len(queue) == 0
+    assert queue.put("b", 3) == 1  # others are not held up
+    queue.finished("a")
+    assert not queue.in_progress("a") and queue.put("a", 4) == 2
+
+
 def test_a_full_queue_refuses_and_a_waiting_student_keeps_their_place():
     queue = FairQueue(2)
     assert queue.put("a", 1) == 1 and queue.put("b", 2) == 2
@@ -138,7 +151,10 @@ def test_only_a_check_that_enters_the_queue_counts_and_a_replaced_one_costs_noth
     assert queue.get(timeout=0) == ("b", "b's")
     assert queue.put("a", "first", admit("a")) == 1  # counted: a's one check this hour
     assert queue.put("a", "second", admit("a")) == 1  # while it waits: replaced, not counted
-    # the worker takes it between a press's "is a waiting?" and its put: the put is a new check, and counted
+    # the worker takes it between a press's "is a waiting?" and its put: refused while it is graded, then a new
+    # check, counted against the hour
     assert queue.get(timeout=0) == ("a", "second")
+    assert queue.put("a", "third", admit("a")) == FairQueue.IN_PROGRESS and len(queue) == 0
+    queue.finished("a")
     assert queue.put("a", "third", admit("a")) == FairQueue.REFUSED and len(queue) == 0
     assert limit.take("a", count=False) is not None and limit.take("b", count=False) is not None
