@@ -141,14 +141,21 @@ class CheckHandler(_Handler):
     @web.authenticated
     def post(self) -> None:
         self._arrived()
-        count = json_containers(bytes(self._body))
+        raw = bytes(self._body)
+        try:  # UTF-8 only: json.loads would take UTF-16 too, whose bytes the count cannot read (a red-team body
+            text = raw.decode("utf-8")  # counted 1 container and built 523,505)
+        except UnicodeDecodeError:
+            text = None
+        count = json_containers(raw) if text is not None else 0
         if count > MAX_JSON_CONTAINERS:
             with self.speaking(self.get_argument("assignment", None)):
                 said = _("这份笔记本的结构太复杂，没法检查（{count} 个 JSON 对象和数组，最多 {limit} 个）："
                          "删掉多余的内容再检查。").format(count=count, limit=MAX_JSON_CONTAINERS)
             raise web.HTTPError(400, said)
         try:
-            body = json.loads(bytes(self._body))
+            if text is None:
+                raise ValueError("not UTF-8")
+            body = json.loads(text)
             assignment = body.get("assignment") if isinstance(body, dict) else None
             if not isinstance(body["notebook"], dict):
                 raise ValueError("not a notebook")

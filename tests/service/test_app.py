@@ -210,6 +210,11 @@ def test_a_notebook_too_complex_or_too_large_is_refused_before_it_is_parsed(serv
     nested = {"assignment": "sdpa_en", "notebook": {"cells": [], "metadata": {"junk": [[]] * 120_000}}}
     status, said = service.call("/check?assignment=sdpa_en", "tok-teacher", nested)
     assert status == 400 and "too complex to check" in said["message"], said
+    # in UTF-16 the byte-level count read one container where a parser of UTF-16 builds 120,000 (red team)
+    shifted = {"assignment": "sdpa_en", "notebook": {"cells": [], "metadata": {"a": "∀", "junk": [[]] * 120_000}}}
+    utf16 = json.dumps(shifted, ensure_ascii=False).encode("utf-16-le")
+    status, said = service.call_raw("/check?assignment=sdpa_en", "tok-teacher", utf16[:2 * 2**20 - 2])
+    assert status == 400 and "JSON" in said["message"], said
     status, said = service.call_raw("/check?assignment=sdpa_en", "tok-teacher", b" " * (2 * 2**20 + 1))
     assert status == 413 and "over the 2 MiB a check accepts" in said["message"], said
 
