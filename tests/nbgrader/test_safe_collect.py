@@ -1,0 +1,86 @@
+"""``nbgrader collect`` through the course's SafeCollect (``autograder/nbgrader/safe_collect.py``), on an exchange
+in a temporary folder, as the user running the tests (the owner checks between two users are
+``tests/test_exchange_flow.py``'s, on the hub's Unix users).  What a student can put in the shared inbox is refused
+one line at a time, and the rest of the class is collected."""
+import getpass
+import os
+import shutil
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from autograder.demo import course
+
+ME = getpass.getuser()
+FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"
+
+
+@pytest.fixture
+def exchange(released, tmp_path):
+    root = tmp_path / "course"
+    shutil.copytree(released, root)
+    exchange = tmp_path / "exchange"
+    course.nbgrader(root, "release_assignment", "sdpa", f"--Exchange.root={exchange}", "--course=sdpa-course")
+    inbound = exchange / "sdpa-course" / "inbound"
+    inbound.mkdir(parents=True, exist_ok=True)
+    return root, exchange, inbound
+
+
+def _submission(inbound, when, tag, notebook=b'{"cells": []}'):
+    folder = inbound / f"{ME}+sdpa+{when.strftime(FORMAT)}+{tag}"
+    folder.mkdir()
+    (folder / "sdpa.ipynb").write_bytes(notebook)
+    (folder / "timestamp.txt").write_text(when.strftime(FORMAT))
+    return folder
+
+
+def _collect(root, exchange, *extra):
+    return course.nbgrader(root, "collect", "sdpa", f"--Exchange.root={exchange}", "--course=sdpa-course",
+                           "--update", *extra, check=False)
+
+
+def test_only_the_students_own_regular_files_are_collected(exchange, tmp_path):
+    root, exchange, inbound = exchange
+    secret = tmp_path / "instructor"
+    secret.mkdir()
+    (secret / "sdpa.ipynb").write_text("SOLUTION")
+    now = datetime.now(timezone.utc)
+    mine = _submission(inbound, now - timedelta(days=3), "backdated", b'{"mine": true}')  # named 3 days ago
+    os.symlink(secret / "sdpa.ipynb", mine / "leak.html")
+    os.symlink("/dev/zero", mine / "zero.bin")
+    os.mkfifo(mine / "pipe")
+    # later names that must lose to it: a link to the instructor's folder, a time in the future
+    os.symlink(secret, inbound / f"{ME}+sdpa+{(now - timedelta(days=1)).strftime(FORMAT)}+link")
+    _submission(inbound, now + timedelta(days=365), "future")
+    # and names a student can plant by the thousand: none stops the class, none costs more than a listing
+    for n in range(3000):
+        (inbound / f"x{n}+sdpa+notadate").touch()
+    (inbound / "y+sdpa+9999-12-31 23:59:59 -0100").touch()
+    started = time.monotonic()
+    proc = _collect(root, exchange)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert time.monotonic() - started < 60
+    said = proc.stderr
+    assert said.count("(its time cannot be read)") == 3001 and "is dated in the future" in said, said[-2000:]
+    assert "+link is not a folder" in said and "leak.html (a link)" in said and "pipe (not a regular file)" in said
+    got = root / "submitted" / ME / "sdpa"
+    assert (got / "sdpa.ipynb").read_bytes() == b'{"mine": true}'
+    assert sorted(p.name for p in got.iterdir()) == ["sdpa.ipynb", "timestamp.txt"]
+    # the folder was made just now: its change time, not the name's, is the submission's time
+    collected_at = datetime.strptime((got / "timestamp.txt").read_text(), FORMAT).replace(tzinfo=timezone.utc)
+    assert abs(collected_at - now) < timedelta(minutes=2) and "collected as submitted then" in said
+
+
+def test_a_submission_over_the_size_limit_is_not_read_to_its_end(exchange):
+    """Found by a red-team pass: a sparse file of 3 GiB (4 KiB of the student's disk) was written out in full
+    before stock's size check refused it."""
+    root, exchange, inbound = exchange
+    folder = _submission(inbound, datetime.now(timezone.utc) - timedelta(minutes=1), "sparse")
+    with open(folder / "big.bin", "wb") as f:
+        f.truncate(64 * 2**30)  # 64 GiB, none of it on disk
+    started = time.monotonic()
+    proc = _collect(root, exchange, "--CourseDirectory.max_dir_size=5000", "--CourseDirectory.max_file_size=100000")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "is larger than 5000 kB (max_dir_size)" in proc.stderr, proc.stderr[-2000:]
+    assert time.monotonic() - started < 60 and not (root / "submitted" / ME / "sdpa" / "big.bin").exists()
