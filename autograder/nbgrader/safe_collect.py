@@ -102,13 +102,14 @@ class SafeCollect(ExchangeCollect):
         if pwd is not None and owner != student:
             self.log.error("Not collected: %s names %s but belongs to %s", path, student, owner)
             return None
-        return {"username": student, "filename": name, "timestamp": when}
+        # naive UTC, as nbgrader's own records and timestamps (collect compares them)
+        return {"username": student, "filename": name, "timestamp": when.replace(tzinfo=None)}
 
     def _choose(self, records):
         """The submission stock would take: the latest, or the latest before the due date when asked."""
         latest = sorted(records, key=lambda r: r["timestamp"], reverse=True)
         if self.duedate is not None and self.before_duedate:
-            on_time = [r for r in latest if r["timestamp"] <= _utc(self.duedate)]
+            on_time = [r for r in latest if r["timestamp"] <= _utc(self.duedate).replace(tzinfo=None)]
             return (on_time or latest)[0]
         return latest[0]
 
@@ -145,7 +146,7 @@ class SafeCollect(ExchangeCollect):
             changed = datetime.fromtimestamp(info.st_ctime, timezone.utc)
         finally:
             os.close(top)
-        when = record["timestamp"]
+        when = _utc(record["timestamp"])
         if when < changed - CLOCK_SKEW:
             self.log.warning("%s is dated %s but its folder last changed at %s: collected as submitted then", src,
                              when, changed)

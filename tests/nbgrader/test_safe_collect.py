@@ -70,6 +70,11 @@ def test_only_the_students_own_regular_files_are_collected(exchange, tmp_path):
     # the folder was made just now: its change time, not the name's, is the submission's time
     collected_at = datetime.strptime((got / "timestamp.txt").read_text(), FORMAT).replace(tzinfo=timezone.utc)
     assert abs(collected_at - now) < timedelta(minutes=2) and "collected as submitted then" in said
+    # a newer submission of the student's replaces it (collect --update compares the two times)
+    _submission(inbound, datetime.now(timezone.utc), "newer", b'{"newer": true}')
+    again = _collect(root, exchange)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (got / "sdpa.ipynb").read_bytes() == b'{"newer": true}'
 
 
 def test_a_submission_over_the_size_limit_is_not_read_to_its_end(exchange):
