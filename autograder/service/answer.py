@@ -41,9 +41,13 @@ def labels(assignment: str) -> dict[str, str]:
                 "some_fail": _("有 {count} 个部分需要修改。"), "waiting": _("排队中：前面还有 {place} 份"),
                 "grading": _("正在检查……"), "example": _("最小的失败例子"), "hint": _("提示"),
                 "no_answer": _("检查服务没有回答，请稍后再试。"), "seconds": _("用时 {seconds} 秒"),
-                "points": _("{points} / {max_points} 分"),
-                "too_large": _("这份笔记本超过了检查允许的 {limit} MiB："
-                               "清除输出（编辑 > 清除所有单元格的输出），再检查一次。")}
+                "points": _("{points} / {max_points} 分"), "too_large": too_large()}
+
+
+def too_large() -> str:
+    """A check over the size the service takes, with {limit} (MiB) to fill in: the panel's words for the
+    forwarder's refusal, and the service's own."""
+    return _("这份笔记本超过了检查允许的 {limit} MiB：清除输出（编辑 > 清除所有单元格的输出），再检查一次。")
 
 
 def _part(cell: dict, show_points: bool) -> dict[str, Any]:

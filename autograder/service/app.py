@@ -25,7 +25,7 @@ from .. import i18n
 from ..i18n import _
 from ..notebook.editions import EDITIONS, language_of
 from ..notebook.submission import MAX_JSON_CONTAINERS, json_containers
-from .answer import labels
+from .answer import labels, too_large
 from .checker import Checker
 from .policy import MAX_CHECK_BYTES, MAX_OTHER_BYTES, RateLimit, Uploads, closed
 from .records import Records
@@ -109,12 +109,10 @@ class CheckHandler(_Handler):
             return self._refuse(later)
         with self.speaking(self.get_argument("assignment", None)):
             if self.checker.grading_for(student):  # its grader time is charged when it ends: one at a time
-                return self.reply(409, {"message": _("你的上一次检查还在评分中：等它的结果出来再检查。")})
+                return self._still_grading()
             announced = self.request.headers.get("Content-Length", "0")
             if not announced.isdigit() or int(announced) > MAX_CHECK_BYTES:
-                return self.reply(413, {"message": _("这份笔记本超过了检查允许的 {limit} MiB："
-                                                     "清除输出（编辑 > 清除所有单元格的输出），再检查一次。").format(
-                    limit=MAX_CHECK_BYTES // 2**20)})
+                return self.reply(413, {"message": too_large().format(limit=MAX_CHECK_BYTES // 2**20)})
             busy = self.uploads.start(student)
             if busy == "student":
                 return self.reply(429, {"message": _("你已经有一份笔记本正在发送：等它发送完再检查。")})
@@ -175,10 +173,14 @@ class CheckHandler(_Handler):
                 raise web.HTTPError(503, _("检查服务正忙，请一分钟后再试。"))
         if place == self.checker.queue.IN_PROGRESS:
             with self.speaking(assignment):
-                return self.reply(409, {"message": _("你的上一次检查还在评分中：等它的结果出来再检查。")})
+                return self._still_grading()
         if place == self.checker.queue.REFUSED:
             return self._refuse(self.limit.take(self.student, count=False) or time.time() + 60)
         self.reply(202, {"state": "waiting", "place": place})
+
+    def _still_grading(self) -> None:
+        """409: the student's last check is being graded (speak in the assignment's language around it)."""
+        self.reply(409, {"message": _("你的上一次检查还在评分中：等它的结果出来再检查。")})
 
     def _refuse(self, later: float) -> None:
         """429, saying when the next check is allowed (`later`, epoch seconds)."""
