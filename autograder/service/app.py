@@ -12,6 +12,7 @@ An instructor is a hub admin or a member of the hub group `instructor_group`; ev
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
@@ -120,6 +121,7 @@ class CheckHandler(_Handler):
                 return self.reply(503, {"message": _("检查服务正忙，请一分钟后再试。")})
         self._arriving = student
         self.request.connection.set_max_body_size(MAX_CHECK_BYTES)
+        self.request.connection.set_body_timeout(CHECK_BODY_SECONDS)
 
     def _arrived(self) -> None:
         if self._arriving is not None:
@@ -130,7 +132,12 @@ class CheckHandler(_Handler):
         self._arrived()
 
     def on_connection_close(self) -> None:
-        self._arrived()
+        if self._arriving is not None:  # a body that never arrived whole (closed, or past its time) counts as a
+            student = self._arriving   # check: a slot held for nothing may not be free (red team, pass 4)
+            self._arrived()
+            if self.limit.take(student) is None:
+                assignment = self.get_argument("assignment", "")
+                self.records.add(student, assignment if assignment in self.checker.graders else "", "unfinished")
         super().on_connection_close()
 
     def data_received(self, chunk: bytes) -> None:
@@ -168,7 +175,7 @@ class CheckHandler(_Handler):
                 raise web.HTTPError(403, _("已过截止时间，检查已经关闭。"))
             job = (assignment, notebook, self.policy.show_points, self._done)
             # a second press while one waits replaces it and costs nothing; a new check counts
-            place = self.checker.queue.put(self.student, job, admit=lambda: self.limit.take(self.student) is None)
+            place = self.checker.queue.put(self.student, job, admit=lambda: self._admit(assignment))
             if place is None:
                 raise web.HTTPError(503, _("检查服务正忙，请一分钟后再试。"))
         if place == self.checker.queue.IN_PROGRESS:
@@ -177,6 +184,17 @@ class CheckHandler(_Handler):
         if place == self.checker.queue.REFUSED:
             return self._refuse(self.limit.take(self.student, count=False) or time.time() + 60)
         self.reply(202, {"state": "waiting", "place": place})
+
+    def _admit(self, assignment: str) -> bool:
+        """Count a new check against the student's hour, and write its row before it waits: a service that
+        stops before answering it still counts it when it starts again."""
+        if self.limit.take(self.student) is not None:
+            return False
+        try:
+            self.records.admitted(self.student, assignment)
+        except Exception:  # noqa: BLE001 - a record that cannot be written must not stop the checks
+            logging.getLogger(__name__).exception("the check of %s was not recorded", self.student)
+        return True
 
     def _still_grading(self) -> None:
         """409: the student's last check is being graded (speak in the assignment's language around it)."""
@@ -203,7 +221,7 @@ class CheckHandler(_Handler):
         by the hourly limit is not a check: no row)."""
         self.limit.charge(student, reply.get("seconds") or 0.0)
         answer = reply if reply.get("state") == "answered" else None
-        self.records.add(student, assignment, reply.get("state", "failed"), answer, reply.get("seconds"))
+        self.records.answered(student, assignment, reply.get("state", "failed"), answer, reply.get("seconds"))
 
     @web.authenticated
     def get(self) -> None:
@@ -258,3 +276,6 @@ def make_app(prefix: str, checker: Checker, records: Records, settings: Settings
 MAX_REQUEST_BYTES = MAX_OTHER_BYTES
 IDLE_CONNECTION_SECONDS = 30
 BODY_SECONDS = 60
+# A check's body comes from the student's own Jupyter server on the hub's network (the panel's forwarder): it
+# arrives within a second.  One that takes longer holds one of the `MAX_UPLOADS` slots, and is counted as a check.
+CHECK_BODY_SECONDS = 10

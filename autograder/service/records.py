@@ -3,7 +3,9 @@
 It lives beside the course's gradebook (``check_service/check_service.db`` in the course directory, which
 students cannot write), so `sdpa-course report` can show "while working": per misconception how many students
 met it and how many fixed it before submitting, and checks per student.  One row per check; nothing of the
-notebook itself.  Its own directory, because SQLite writes a journal beside the file: on a hub the service runs
+notebook itself.  A check's row is written when it is admitted (outcome "waiting") and completed when it is
+answered, so a service that stops mid-check still counts it against the student's hour when it restarts
+(``interrupted``).  Its own directory, because SQLite writes a journal beside the file: on a hub the service runs
 as its own user and may write there and nowhere else in the course (``hub/control.py``).
 """
 from __future__ import annotations
@@ -26,7 +28,7 @@ CREATE TABLE IF NOT EXISTS checks (
     assignment TEXT NOT NULL,
     at REAL NOT NULL,
     seconds REAL,
-    outcome TEXT NOT NULL,          -- answered | failed | refused
+    outcome TEXT NOT NULL,          -- waiting | answered | failed | refused | interrupted
     passed_parts TEXT NOT NULL,     -- JSON list
     failed_parts TEXT NOT NULL,     -- JSON list
     codes TEXT NOT NULL             -- JSON list, in the order the answer named them
@@ -56,20 +58,38 @@ class Records:
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), mode=0o750, exist_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
         self._db.executescript(SCHEMA)
+        with self._db:  # checks admitted by a service that stopped before answering them: counted, not waiting
+            self._db.execute("UPDATE checks SET outcome = 'interrupted' WHERE outcome = 'waiting'")
         if created:  # the service's own file: the instructor's group reads it (the report), no one else
             os.chmod(self.path, 0o640)
 
     def add(self, student: str, assignment: str, outcome: str, answer: Optional[dict] = None,
             seconds: Optional[float] = None, at: Optional[float] = None) -> None:
-        parts = (answer or {}).get("parts", [])
+        """One finished check, in a row of its own."""
         with self._lock, self._db:
             self._db.execute(
                 "INSERT INTO checks (student, assignment, at, seconds, outcome, passed_parts, failed_parts, codes) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (student, assignment, time.time() if at is None else at, seconds, outcome,
-                 json.dumps([p["part"] for p in parts if p["passes"]]),
-                 json.dumps([p["part"] for p in parts if not p["passes"]]),
-                 json.dumps((answer or {}).get("codes", []))))
+                (student, assignment, time.time() if at is None else at, seconds, outcome, *_summary(answer)))
+
+    def admitted(self, student: str, assignment: str) -> None:
+        """A check of `student` entered the queue (and was counted): its row, before it is graded."""
+        with self._lock, self._db:
+            self._db.execute("INSERT INTO checks (student, assignment, at, outcome, passed_parts, failed_parts, "
+                             "codes) VALUES (?, ?, ?, 'waiting', '[]', '[]', '[]')",
+                             (student, assignment, time.time()))
+
+    def answered(self, student: str, assignment: str, outcome: str, answer: Optional[dict] = None,
+                 seconds: Optional[float] = None) -> None:
+        """`student`'s admitted check came out as `outcome`: complete its row (a press that replaced a waiting
+        one may name another assignment), or add one if it has none."""
+        with self._lock, self._db:
+            changed = self._db.execute(
+                "UPDATE checks SET assignment = ?, seconds = ?, outcome = ?, passed_parts = ?, failed_parts = ?, "
+                "codes = ? WHERE id = (SELECT max(id) FROM checks WHERE student = ? AND outcome = 'waiting')",
+                (assignment, seconds, outcome, *_summary(answer), student)).rowcount
+        if not changed:
+            self.add(student, assignment, outcome, answer, seconds)
 
     def of(self, assignment: str, student: Optional[str] = None) -> list[dict[str, Any]]:
         """The checks of an assignment, oldest first; one student's only if `student` is given."""
@@ -94,6 +114,13 @@ class Records:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _summary(answer: Optional[dict]) -> tuple[str, str, str]:
+    """An answer's columns: the parts that passed, those that did not, the codes named (JSON lists)."""
+    parts = (answer or {}).get("parts", [])
+    return (json.dumps([p["part"] for p in parts if p["passes"]]),
+            json.dumps([p["part"] for p in parts if not p["passes"]]), json.dumps((answer or {}).get("codes", [])))
 
 
 def while_working(checks: list[dict], submitted_codes: dict[str, list[str]]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from tests.support.grading import FAST_LIMITS
 
 pytestmark = pytest.mark.slow
 USERS = {"tok-alice": {"name": "alice"}, "tok-bob": {"name": "bob"}, "tok-carol": {"name": "carol"},
-         "tok-dave": {"name": "dave"}, "tok-erin": {"name": "erin"},
+         "tok-dave": {"name": "dave"}, "tok-erin": {"name": "erin"}, "tok-frank": {"name": "frank"},
          "tok-teacher": {"name": "teacher", "groups": ["instructors"]}}
 
 
@@ -143,16 +143,25 @@ def test_a_student_whose_checks_hold_the_grader_waits_for_the_hour(released, tmp
         running.close()
 
 
-def _send_partly(service, path, token, length, sent=b'{"notebook"'):
-    """A connection that announces `length` bytes and sends `sent` only; returns the open socket."""
+def _send_partly(service, path, token, length, sent=b'{"notebook"', admitted=False):
+    """A connection that announces `length` bytes and sends `sent` only; returns the open socket.  `admitted`:
+    first wait for the service's "100 Continue" (it has admitted the body), so that what the test does next
+    cannot overtake it."""
     import socket
     from urllib.parse import urlparse
 
     url = urlparse(service.base + path)
     conn = socket.create_connection((url.hostname, url.port), timeout=20)
     headers = [f"POST {url.path}?{url.query} HTTP/1.1", f"Host: {url.hostname}", f"Content-Length: {length}",
-               "Content-Type: application/json", *([f"Authorization: token {token}"] if token else [])]
-    conn.sendall(("\r\n".join(headers) + "\r\n\r\n").encode() + sent)
+               "Content-Type: application/json", *([f"Authorization: token {token}"] if token else []),
+               *(["Expect: 100-continue"] if admitted else [])]
+    conn.sendall(("\r\n".join(headers) + "\r\n\r\n").encode())
+    if admitted:
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            reply += conn.recv(200) or b"closed"
+            assert reply.startswith(b"HTTP/1.1 100") or len(reply) < 12, reply
+    conn.sendall(sent)
     return conn
 
 
@@ -171,7 +180,7 @@ def test_only_a_check_takes_a_large_body(service):
 
 def test_a_student_sends_one_body_at_a_time(service):
     """Found by a red-team pass: 48 connections of one student, each a byte short of its end, held a GiB."""
-    first = _send_partly(service, "/check?assignment=sdpa_en", "tok-carol", 200_000)
+    first = _send_partly(service, "/check?assignment=sdpa_en", "tok-carol", 200_000, admitted=True)
     try:
         status, said = service.call("/check?assignment=sdpa_en", "tok-carol", {"assignment": "sdpa_en", "notebook": {}})
         assert status == 429 and "already on its way" in said["message"], said
@@ -187,6 +196,34 @@ def test_a_student_sends_one_body_at_a_time(service):
             break
     assert status == 202, status
     service.answer("tok-carol", "sdpa_en")
+
+
+def test_a_body_that_never_arrives_frees_its_slot_and_counts_as_a_check(service):
+    """Found by a red-team pass: a body a byte short of its end held one of the service's upload slots for the
+    minute of the server's body timeout, uncharged, so eight students could keep everyone else waiting.  A
+    check's body now has `CHECK_BODY_SECONDS`, and one that does not arrive counts against the hour."""
+    import time
+
+    from autograder.service.app import CHECK_BODY_SECONDS
+
+    started = time.monotonic()
+    with _send_partly(service, "/check?assignment=sdpa", "tok-frank", 200_000, admitted=True) as conn:
+        conn.settimeout(CHECK_BODY_SECONDS + 20)
+        while conn.recv(4096):  # the service gives up on the body and closes the connection
+            pass
+    assert time.monotonic() - started < CHECK_BODY_SECONDS + 10
+    _send_partly(service, "/check?assignment=sdpa", "tok-frank", 200_000, admitted=True).close()  # abandoned
+    deadline = time.monotonic() + 30
+    while len(service.call("/records/frank?assignment=sdpa", "tok-frank")[1]["checks"]) < 2:
+        assert time.monotonic() < deadline, service.log_text()
+        time.sleep(0.1)
+    fixed = _notebook(service.released, "correct-reference")
+    assert service.call("/check", "tok-frank", {"assignment": "sdpa", "notebook": fixed})[0] == 202
+    assert service.answer("tok-frank", "sdpa")["passes"]
+    status, said = service.call("/check?assignment=sdpa", "tok-frank", {"assignment": "sdpa", "notebook": fixed})
+    assert status == 429 and "每小时最多检查 3 次" in said["message"], said
+    outcomes = [c["outcome"] for c in service.call("/records/frank?assignment=sdpa", "tok-frank")[1]["checks"]]
+    assert outcomes == ["unfinished", "unfinished", "answered"], outcomes
 
 
 def test_a_check_waits_for_the_last_one_to_be_graded_and_charged(service):
@@ -233,4 +270,10 @@ def test_a_restart_keeps_each_students_hour(tmp_path):
     assert limit.take("alice", count=False) is not None and limit.take("bob", count=False) is None
     roomy = hourly_limit(Settings(per_hour=10, seconds_per_hour=100), records)
     assert roomy.grader_seconds("alice") == 120 and roomy.take("alice", count=False) is not None
+    # a check admitted and not yet answered when the service stopped still counts when it starts again
+    records.admitted("bob", "sdpa")
     records.close()
+    reopened = Records(tmp_path / "record.db")
+    assert [c["outcome"] for c in reopened.of("sdpa", "bob")] == ["interrupted"]
+    assert hourly_limit(Settings(per_hour=1), reopened).take("bob", count=False) is not None
+    reopened.close()

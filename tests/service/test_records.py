@@ -51,3 +51,17 @@ def test_a_student_who_met_a_mistake_and_submitted_without_it_fixed_it():
     assert figures["codes"] == {"mask-inverted": {"met": 3, "fixed": 1}, "scale-missing": {"met": 1, "fixed": 1}}
     assert figures["checks_per_student"] == {"a": 2, "b": 1, "c": 1}
     assert figures["failed_checks_per_part"] == {"apply_mask": 3, "scale_scores": 1}
+
+
+def test_a_checks_row_is_written_when_it_is_admitted_and_completed_when_it_is_answered(tmp_path):
+    records = Records(default_path(tmp_path))
+    records.admitted("a", "sdpa")
+    assert [(r["outcome"], r["codes"]) for r in records.of("sdpa", "a")] == [("waiting", [])]
+    records.answered("a", "sdpa_en", "answered", _answer([], ["apply_mask"], ["mask-inverted"]), 1.5)  # replaced
+    assert records.of("sdpa", "a") == []
+    (row,) = records.of("sdpa_en", "a")
+    assert (row["outcome"], row["codes"], row["failed_parts"], row["seconds"]) == \
+        ("answered", ["mask-inverted"], ["apply_mask"], 1.5)
+    records.answered("b", "sdpa", "failed", seconds=0.5)  # nothing of b's was waiting: a row of its own
+    assert [r["outcome"] for r in records.of("sdpa", "b")] == ["failed"]
+    records.close()
