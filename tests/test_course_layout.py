@@ -363,6 +363,58 @@ def test_the_english_edition_is_in_english():
     assert not left, left
 
 
+PLOT_TEXT_CALLS = {"set_xlabel", "set_ylabel", "set_title", "suptitle", "text", "annotate"}
+PLOT_TEXT_KEYWORDS = {"label", "xlabel", "ylabel", "title"}
+
+
+def _plot_texts(source):
+    """The strings a cell's code hands matplotlib to draw (labels, titles, legends): literals, and names bound
+    to literals in the same cell (legend labels are named once and used in a loop)."""
+    tree = ast.parse(code_without_magics(source))
+    constants = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Tuple):
+            pairs = zip(node.targets[0].elts, node.value.elts)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            pairs = [(node.targets[0], node.value)]
+        else:
+            continue
+        for target, value in pairs:
+            if isinstance(target, ast.Name) and isinstance(value, ast.Constant) and isinstance(value.value, str):
+                constants[target.id] = value.value
+
+    def text(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, ast.Name) and node.id in constants:
+            return [constants[node.id]]
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Attribute) and node.func.attr in PLOT_TEXT_CALLS:
+            found += [t for arg in node.args[:1] for t in text(arg)]
+        found += [t for kw in node.keywords if kw.arg in PLOT_TEXT_KEYWORDS for t in text(kw.value)]
+    return found
+
+
+def code_without_magics(source):
+    return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+
+
+def test_the_chinese_editions_plots_draw_no_english_words():
+    """Chinese text in a plot needs a CJK font the student's matplotlib may not have (boxes instead of
+    characters): the Chinese edition's figures use mathematical notation, which matplotlib draws with its own
+    fonts, and say the rest in the prose and comments around them."""
+    texts = [text for cell in nbformat.read(str(SOURCE), as_version=4).cells if cell.cell_type == "code"
+             for text in _plot_texts(cell.source)]
+    assert len(texts) >= 8, texts  # the why-scale figure and the heatmap
+    words = [(text, re.sub(r"\$[^$]*\$", "", text)) for text in texts]
+    assert not [(text, rest) for text, rest in words if re.search(r"[A-Za-z]{2,}|[\u4e00-\u9fff]", rest)], words
+
+
 @pytest.mark.parametrize("assignment", EDITIONS)
 def test_every_edition_is_built_from_its_lesson(assignment):
     """Each edition's source notebook is its lesson file read by jupytext, cell ids = grade ids, and the
