@@ -2,7 +2,8 @@
 service asks it (``GET /hub/api/user`` with a token), and the service started against it.
 
 For the service's API tests and `python -m benchmarks check-service`; on a real hub, `make hub` starts it
-(``hub/control.py``).  Tokens are ``{token: user model}``; the stand-in grants each the service's scope.
+(``hub/control.py``).  Tokens are ``{token: user model}``; the stand-in grants each the service's scope, and
+answers for a model with ``hub_answers_after_s`` only after that many seconds.
 """
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def stand_in_hub(tokens: Mapping[str, dict]) -> ThreadingHTTPServer:
     class Hub(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - http.server's name
             token = self.headers.get("Authorization", "").removeprefix("token ").removeprefix("Bearer ")
-            user = tokens.get(token)
+            user = dict(tokens.get(token) or {})
+            time.sleep(user.pop("hub_answers_after_s", 0))  # a hub slow to answer for this token
             if self.path.split("?")[0].rstrip("/").endswith("/hub/api/user") and user:
                 body = json.dumps({"kind": "user", "admin": False, "groups": [], "scopes": [SCOPE], **user}).encode()
                 self.send_response(200)
@@ -63,17 +65,24 @@ class LocalService:
     def __init__(self, course_root: os.PathLike, tokens: Mapping[str, dict], folder: os.PathLike,
                  options: Iterable[str] = (), ready_s: float = 180) -> None:
         self.hub = stand_in_hub(tokens)
-        port = free_port()
+        self.log = Path(folder) / "service.log"
+        command = [sys.executable, "-m", "autograder.service", str(course_root),
+                   "--records", str(Path(folder) / "check_service.db"), *options]
+        for _attempt in range(3):  # the free port is bound only once the graders are loaded: another may take it
+            self._start(command, free_port(), ready_s)
+            if self.proc.poll() is None or "Address already in use" not in self.log_text():
+                break
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the check service exited ({self.proc.returncode}):\n{self.log_text()}")
+
+    def _start(self, command: list[str], port: int, ready_s: float) -> None:
         env = dict(course.nbgrader_env(), JUPYTERHUB_API_TOKEN="service-token", JUPYTERHUB_SERVICE_NAME=SERVICE,
                    JUPYTERHUB_API_URL=f"http://127.0.0.1:{self.hub.server_address[1]}/hub/api",
                    JUPYTERHUB_SERVICE_URL=f"http://127.0.0.1:{port}",
                    JUPYTERHUB_SERVICE_PREFIX=f"/services/{SERVICE}/", JUPYTERHUB_BASE_URL="/",
                    JUPYTERHUB_CLIENT_ID=f"service-{SERVICE}")
-        self.log = Path(folder) / "service.log"
         with open(self.log, "w") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "autograder.service", str(course_root),
-                                          "--records", str(Path(folder) / "check_service.db"), *options],
-                                         env=env, stderr=out)
+            self.proc = subprocess.Popen(command, env=env, stderr=out)
         self.base = f"http://127.0.0.1:{port}/services/{SERVICE}/api"
         deadline = time.monotonic() + ready_s
         while "check service ready" not in self.log_text() and self.proc.poll() is None:
@@ -81,8 +90,6 @@ class LocalService:
                 self.close()
                 raise TimeoutError(f"the check service did not start within {ready_s:g} s:\n{self.log_text()}")
             time.sleep(0.2)
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"the check service exited ({self.proc.returncode}):\n{self.log_text()}")
 
     def wait_for(self, text: str, within_s: float = 180) -> float:
         """Seconds until `text` appears in the service's log."""

@@ -52,6 +52,12 @@ class _Handler(HubOAuthenticated, web.RequestHandler):
                    uploads: Uploads) -> None:
         self.checker, self.records, self.limit, self.policy, self.uploads = checker, records, limit, settings, uploads
 
+    async def prepare(self) -> None:
+        """Ask the hub who sends the request without blocking the service: JupyterHub's `get_current_user` asks
+        synchronously, and one slow answer (or a stream of made-up tokens, each a round trip) held every other
+        request.  The answer is kept on the request, where `current_user` finds it."""
+        await self.hub_auth.get_user(self, sync=False)
+
     def reply(self, status: int, body: dict[str, Any]) -> None:
         """A JSON answer; its message in the language of the assignment asked about (the course's, if none)."""
         self.set_status(status)
@@ -96,8 +102,9 @@ class CheckHandler(_Handler):
 
     _arriving: Optional[str] = None
 
-    def prepare(self) -> None:
+    async def prepare(self) -> None:
         self._body = bytearray()
+        await super().prepare()
         if self.request.method != "POST":
             return
         if self.current_user is None:

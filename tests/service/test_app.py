@@ -17,6 +17,7 @@ from tests.support.grading import FAST_LIMITS
 pytestmark = pytest.mark.slow
 USERS = {"tok-alice": {"name": "alice"}, "tok-bob": {"name": "bob"}, "tok-carol": {"name": "carol"},
          "tok-dave": {"name": "dave"}, "tok-erin": {"name": "erin"}, "tok-frank": {"name": "frank"},
+         "tok-slow": {"name": "slow", "hub_answers_after_s": 3},
          "tok-teacher": {"name": "teacher", "groups": ["instructors"]}}
 
 
@@ -196,6 +197,23 @@ def test_a_student_sends_one_body_at_a_time(service):
             break
     assert status == 202, status
     service.answer("tok-carol", "sdpa_en")
+
+
+def test_a_hub_slow_to_answer_for_one_token_holds_no_one_else(service):
+    """The service asks the hub who sends each new token; asked synchronously (JupyterHub's `get_current_user`),
+    one slow answer held every other request for as long, and tokens nobody has seen cost a hub round trip each:
+    anyone could hold the service with made-up tokens.  The question is asked without blocking (`prepare`)."""
+    import threading
+    import time
+
+    slow = threading.Thread(target=service.call, args=("/labels?assignment=sdpa", "tok-slow"))
+    slow.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    status, _reply = service.call("/labels?assignment=sdpa", "tok-alice")
+    took = time.monotonic() - started
+    slow.join()
+    assert status == 200 and took < 1.5, took
 
 
 def test_a_body_that_never_arrives_frees_its_slot_and_counts_as_a_check(service):
