@@ -6,16 +6,18 @@ student it names, trusts the time in the folder's name, and stops for the whole 
 parse.  Red-team passes on the course's hub used all of it: links carried the instructor's solutions, hidden
 checks and gradebook out as released feedback; a link to ``/dev/zero`` filled the disk; a folder named for another
 student replaced that student's submission; a link swapped in while collect copied the folder got the instructor's
-source notebook graded as the student's; a backdated name escaped the late penalty.
+source notebook graded as the student's; a backdated name escaped the late penalty, and so did a notebook
+rewritten in place after the due date (the file changes, its folder does not).
 
 Here the inbox is listed once.  A submission counts only if its name parses, its folder is a real folder owned by
 the student it names, and its time is not in the future.  It is copied through open file descriptors, never by
 path: the folder and every entry are opened without following links (``O_NOFOLLOW``) and checked on the open
 descriptor (owner, type), so swapping a link in while collect runs gains nothing; only the student's own regular
 files are read, within nbgrader's size limits (``max_file_size``, ``max_dir_size``), into a private staging folder,
-from which stock's copy (ignore patterns, group sharing) takes over.  A name dated before its folder last changed
-(the change time, which a student cannot set back) gets that change time as its submission time.  Each refusal is
-one "Not collected" line; the other students are collected.
+from which stock's copy (ignore patterns, group sharing) takes over.  A name dated more than `clock_skew_seconds`
+before the submission last changed (the latest change time of its folder and of everything collected from it,
+which a student cannot set back) gets that change time as its submission time.  Each refusal is one "Not
+collected" line; the other students are collected.
 """
 from __future__ import annotations
 
@@ -30,13 +32,13 @@ from datetime import datetime, timedelta, timezone
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.utils import check_mode, parse_utc
+from traitlets import Float
 
 try:
     import pwd
 except ImportError:  # Windows: nbgrader's exchange does not run there
     pwd = None
 
-CLOCK_SKEW = timedelta(minutes=5)
 MAX_DEPTH = 16  # folders inside a submission
 MAX_ENTRIES = 10_000  # files and folders in one submission
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's, in timestamp.txt
@@ -51,6 +53,15 @@ def _utc(when: datetime) -> datetime:
 
 
 class SafeCollect(ExchangeCollect):
+    clock_skew_seconds = Float(60.0, config=True, help=(
+        "How far a submission's time (from the student's clock, in its name) may be from the exchange's clock: "
+        "a name dated later than now by more is refused, and one dated earlier than the submission's last change "
+        "by more gets that change's time.  nbgrader submit writes its files within seconds of the name's time."))
+
+    @property
+    def clock_skew(self) -> timedelta:
+        return timedelta(seconds=self.clock_skew_seconds)
+
     def init_src(self):
         if self.coursedir.course_id == "":
             self.fail("No course id specified. Re-run with --course flag.")
@@ -87,7 +98,7 @@ class SafeCollect(ExchangeCollect):
         except (ValueError, OverflowError, TypeError):
             self.log.error("Not collected: %s (its time cannot be read)", path)
             return None
-        if when > datetime.now(timezone.utc) + CLOCK_SKEW:
+        if when > datetime.now(timezone.utc) + self.clock_skew:
             self.log.error("Not collected: %s is dated in the future", path)
             return None
         try:
@@ -140,15 +151,16 @@ class SafeCollect(ExchangeCollect):
             info = os.fstat(top)
             if uid is not None and info.st_uid != uid:
                 raise NotCollected(f"belongs to {_owner(info.st_uid)}, not {record['username']}")
-            budget = {"bytes": 1000 * self.coursedir.max_dir_size, "entries": MAX_ENTRIES}
+            budget = {"bytes": 1000 * self.coursedir.max_dir_size, "entries": MAX_ENTRIES,
+                      "changed": (info.st_ctime, "its folder")}
             self._copy_folder(top, dest, uid, budget, "", 0)
-            changed = datetime.fromtimestamp(info.st_ctime, timezone.utc)
         finally:
             os.close(top)
         when = _utc(record["timestamp"])
-        if when < changed - CLOCK_SKEW:
-            self.log.warning("%s is dated %s but its folder last changed at %s: collected as submitted then", src,
-                             when, changed)
+        changed, what = datetime.fromtimestamp(budget["changed"][0], timezone.utc), budget["changed"][1]
+        if when < changed - self.clock_skew:
+            self.log.warning("%s is dated %s but %s last changed at %s: collected as submitted then", src, when,
+                             what, changed)
             when = changed
         with open(os.path.join(dest, "timestamp.txt"), "w", encoding="utf-8") as f:
             f.write(when.strftime(TIME_FORMAT))
@@ -169,6 +181,8 @@ class SafeCollect(ExchangeCollect):
                 continue
             try:
                 info = os.fstat(fd)
+                if info.st_ctime > budget["changed"][0]:  # a student cannot set a change time back
+                    budget["changed"] = (info.st_ctime, shown)
                 if uid is not None and info.st_uid != uid:
                     self.log.error("Not collected: %s (belongs to %s)", shown, _owner(info.st_uid))
                 elif stat.S_ISDIR(info.st_mode):

@@ -89,3 +89,30 @@ def test_a_submission_over_the_size_limit_is_not_read_to_its_end(exchange):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "is larger than 5000 kB (max_dir_size)" in proc.stderr, proc.stderr[-2000:]
     assert time.monotonic() - started < 60 and not (root / "submitted" / ME / "sdpa" / "big.bin").exists()
+
+
+def test_a_notebook_rewritten_after_its_submission_is_dated_when_it_was_rewritten(exchange):
+    """Found by a red-team pass: a notebook rewritten in place in the student's inbox folder after the due date
+    changed the file, not the folder, and was collected with the on-time name's time (no late penalty).  The
+    latest change time of anything collected dates the submission; an untouched one keeps its name's time."""
+    root, exchange, inbound = exchange
+    named = datetime.now(timezone.utc)
+    folder = _submission(inbound, named, "rewritten", b'{"on time": true}')
+    time.sleep(2.5)
+    with open(folder / "sdpa.ipynb", "r+b") as f:  # the same file: its folder does not change
+        f.truncate(0)
+        f.write(b'{"after the due date": true}')
+    rewritten = datetime.fromtimestamp(os.stat(folder / "sdpa.ipynb").st_ctime, timezone.utc)
+    proc = _collect(root, exchange, "--SafeCollect.clock_skew_seconds=1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = root / "submitted" / ME / "sdpa"
+    collected_at = datetime.strptime((got / "timestamp.txt").read_text(), FORMAT).replace(tzinfo=timezone.utc)
+    assert abs(collected_at - rewritten) < timedelta(seconds=0.01), (collected_at, rewritten, named)
+    assert "but sdpa.ipynb last changed at" in proc.stderr, proc.stderr[-2000:]
+    # one nobody touched after it was made keeps the time in its name
+    honest = datetime.now(timezone.utc)
+    _submission(inbound, honest, "honest", b'{"honest": true}')
+    again = _collect(root, exchange, "--SafeCollect.clock_skew_seconds=1")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (got / "sdpa.ipynb").read_bytes() == b'{"honest": true}'
+    assert (got / "timestamp.txt").read_text() == honest.strftime(FORMAT)
