@@ -43,6 +43,11 @@ if TYPE_CHECKING:
 # {part: the student functions its hidden checks call} (the course's declarations).
 PART_FUNCTIONS = course.PART_FUNCTIONS
 MAX_NOTES_PER_TEXT = 3  # flagged lines listed for one text compiled at run time
+# Text compiled at run time that the trusted process reads, in all, per submission: the scan takes about 10 s
+# a MiB, outside the sandbox's time limits (a red-team notebook compiled 60 texts of 250 KB and held the check
+# service's grader for 6 minutes).  What an honest notebook compiles beyond its own cells is a few lines; past
+# this, one holding note says the rest was not read.
+MAX_SCANNED_BYTES = 2**20
 GRADED_FUNCTIONS = sorted({f for functions in PART_FUNCTIONS.values() for f in functions})
 
 
@@ -121,10 +126,18 @@ def runtime_notes(compiled: "CompiledTexts", sources: Sequence[str], cell_of: Ca
     the notebook cell the note points to."""
     shown = {text.strip() for source in sources for text in (source, _as_ipython_runs(source))}
     notes = []
+    budget = MAX_SCANNED_BYTES
     for digest, text in compiled.texts.items():
         if text.strip() in shown or _library_source(compiled.filenames.get(digest), text):
             continue
         where = cell_of(compiled.where.get(digest, ()))
+        budget -= len(text)
+        if budget < 0:
+            notes.append({"cell": where, "line": 0, "category": "dynamic-code", "holds": True,
+                          "detail": _("运行时载入了评分程序读不到文本的代码：{what}").format(
+                              what=_("运行时编译的代码超过 {limit} MiB，其余部分没有读").format(
+                                  limit=MAX_SCANNED_BYTES // 2**20))})
+            break
         for finding in _scan_text(text).held[:MAX_NOTES_PER_TEXT]:  # a library's whole source can arrive
             notes.append({"cell": where, "line": 0, "category": finding.code, "holds": True,
                           "detail": _("运行时才编译的代码（笔记本里看不到）第 {line} 行 {detail}").format(
@@ -235,7 +248,7 @@ def _library_digests(filename: str) -> frozenset:
         return frozenset()
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=64)  # keyed by texts of up to 256 KB: 4,096 of them held a GiB
 def _scan_text(text: str) -> static_scan.ScanResult:
     return static_scan.scan([text], (), parse=_parse_python)
 

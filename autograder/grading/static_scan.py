@@ -172,7 +172,7 @@ class _Scanner(ReviewRules):
     def __init__(self, trees: list[ast.Module]) -> None:
         self.cell = 0
         self.harmless_calls = set()  # ids of callee nodes whose call is readable (`timeit.timeit(lambda: ...)`)
-        self.findings, self.seen = [], {}
+        self.findings, self.seen, self.position = [], {}, {}
         self.bindings = {}  # name -> [_Binding] in effect (replaced or unioned in notebook order)
         self.aliases, self.imported, self.module_vars, self.ipython, self.bound = {}, set(), set(), set(), set()
         self.docstrings, self.magic_text = set(), set()  # strings that are not Python string literals
@@ -393,9 +393,10 @@ class _Scanner(ReviewRules):
         key = (finding.cell, finding.line, finding.code, finding.detail)
         if key not in self.seen:
             self.seen[key] = finding
+            self.position[key] = len(self.findings)
             self.findings.append(finding)
-        elif holds and not self.seen[key].holds:  # the same text seen again where it does hold
-            self.findings[self.findings.index(self.seen[key])] = self.seen[key] = finding
+        elif holds and not self.seen[key].holds:  # the same text seen again where it does hold (by its position:
+            self.findings[self.position[key]] = self.seen[key] = finding  # a search was quadratic, red team)
         return self.seen[key]
 
     def _inspect(self, nodes, owner):

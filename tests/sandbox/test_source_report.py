@@ -168,6 +168,22 @@ def test_unreadable_loads_hold_and_a_long_library_text_lists_a_few_lines():
     assert len(_notes([many])) == code_review.MAX_NOTES_PER_TEXT
 
 
+def test_the_trusted_side_reads_a_bounded_amount_of_run_time_code_and_holds_the_rest():
+    """Found by a red-team pass: 60 distinct texts of 250 KB, compiled by a 116 KB notebook, held the check
+    service's one grader for 370 s of trusted-side scanning.  Past `MAX_SCANNED_BYTES` one note holds, unread;
+    the texts the notebook shows as cells are not counted."""
+    import time
+
+    plain = [f"value_{n} = {n}\n" + "x = 1\n" * 40_000 for n in range(5)]  # 5 texts of 240 KB
+    cell = "y = 2\n" * 40_000  # the notebook's own cell, 240 KB: read already, not counted again
+    started = time.perf_counter()
+    notes = _notes([cell, *plain], cells=[cell])
+    assert time.perf_counter() - started < 30
+    assert [n["category"] for n in notes] == ["dynamic-code"] and notes[0]["holds"], notes
+    assert "1 MiB" in notes[0]["detail"], notes
+    assert _notes(plain[:3]) == []  # within the bound: read, and plain code holds nothing
+
+
 def test_opening_a_processs_memory_map_or_memory_is_unreadable_however_the_path_is_spelled(tmp_path):
     reports, status = _reports('''
         import os, pathlib
