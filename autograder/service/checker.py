@@ -24,7 +24,7 @@ from ..i18n import _
 from ..notebook.editions import METADATA_KEY, language_of
 from ..notebook.submission import MAX_SUBMISSION_BYTES
 from .answer import answer
-from .policy import MAX_CELL_SOURCE_CHARS, FairQueue
+from .policy import MAX_CELL_SOURCE_CHARS, MAX_CODE_CHARS, FairQueue
 
 CHECK_SUFFIX = "+check"
 CELL_METADATA = ("nbgrader", "tags")  # what grading reads of a cell's metadata
@@ -86,10 +86,10 @@ class Checker:
     @staticmethod
     def _readable(notebook: bytes, release_cells: int) -> bytes:
         """The notebook as the grader takes it, or CheckRefused: too large, not JSON, far more cells than the
-        released notebook has, a cell's source longer than any answer needs.  Only what grading reads is kept
-        (each cell's type, id, source and nbgrader metadata and tags; the notebook's kernel and edition): outputs,
-        attachments and any other metadata only cost time and memory (a red-team pass held the service at 11 GiB
-        with 5 million empty objects in the metadata, copied by every nbconvert step)."""
+        released notebook has, a cell's source, or all the code, longer than any answer needs.  Only what grading
+        reads is kept (each cell's type, id, source and nbgrader metadata and tags; the notebook's kernel and
+        edition): outputs, attachments and any other metadata only cost time and memory (a red-team pass held the
+        service at 11 GiB with 5 million empty objects in the metadata, copied by every nbconvert step)."""
         if len(notebook) > MAX_SUBMISSION_BYTES:
             raise CheckRefused(_("这份笔记本有 {size:.0f} MiB，超过了提交允许的 {limit} MiB："
                                  "清除输出（编辑 > 清除所有单元格的输出），保存，再检查一次。").format(
@@ -105,7 +105,7 @@ class Checker:
         if len(cells) > 2 * release_cells + 100:
             raise CheckRefused(_("这份笔记本有 {cells} 个单元格，发布的版本只有 {released} 个："
                                  "删掉多余的单元格再检查。").format(cells=len(cells), released=release_cells))
-        kept = []
+        kept, code_chars = [], 0
         for number, cell in enumerate(cells, 1):
             if not isinstance(cell, dict):
                 kept.append(cell)  # the grader says what is wrong with it
@@ -116,6 +116,10 @@ class Checker:
             if chars > MAX_CELL_SOURCE_CHARS:
                 raise CheckRefused(_("第 {number} 个单元格有 {chars} 个字符，超过了检查允许的 {limit} 个："
                                      "缩短它再检查。").format(number=number, chars=chars, limit=MAX_CELL_SOURCE_CHARS))
+            code_chars += chars if cell.get("cell_type") == "code" else 0
+            if code_chars > MAX_CODE_CHARS:
+                raise CheckRefused(_("这份笔记本的代码单元格一共超过 {limit} 个字符，比任何答案需要的都多："
+                                     "删掉多余的代码再检查。").format(limit=MAX_CODE_CHARS))
             metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
             slim = {key: cell[key] for key in ("id", "cell_type", "source") if key in cell}
             slim["metadata"] = {key: metadata[key] for key in CELL_METADATA if key in metadata}

@@ -26,6 +26,10 @@ MAX_OTHER_BYTES = 16 * 2**10
 # scan for 26 s in a red-team pass.  (A notebook's JSON structure is bounded by the submission rule,
 # ``notebook/submission.py: MAX_JSON_CONTAINERS``, applied before the body is parsed.)
 MAX_CELL_SOURCE_CHARS = 100_000
+# All the code cells' source together: the release has about 35,000 characters of code.  The trusted static scan
+# reads about a MiB in 10 s, outside the sandbox's time limits (a red-team check of 2 MiB of code held the one
+# grader for 286 s before the scan was made linear): 400,000 characters keep a check's scan to a few seconds.
+MAX_CODE_CHARS = 400_000
 # Bodies arriving at once: one per student, and this many in all.
 MAX_UPLOADS = 8
 

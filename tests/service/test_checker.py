@@ -95,3 +95,19 @@ def test_a_cell_longer_than_any_answer_is_refused(released, source):
     with pytest.raises(CheckRefused, match="Cell 4 has 120000 characters, over the 100000"):
         with i18n.using("en"):
             Checker._readable(json.dumps(nb).encode(), len(nb["cells"]))
+
+
+def test_more_code_in_all_than_any_answer_needs_is_refused(released):
+    """Found by a red-team pass: 19 added cells of 99,000 characters each (every one under the cap on one cell)
+    held the service's one grader for 286 s of trusted static scan."""
+    from autograder.service.policy import MAX_CODE_CHARS
+
+    nb = json.loads(_notebook(released, "correct-reference", "sdpa_en"))
+    Checker._readable(json.dumps(nb).encode(), len(nb["cells"]))  # the honest notebook: well within
+    line = "print(dir(torch)); v = dir(torch)\n"
+    for n in range(MAX_CODE_CHARS // 99_000 + 1):
+        nb["cells"].append({"cell_type": "code", "id": f"extra{n}", "metadata": {}, "outputs": [],
+                            "execution_count": None, "source": line * (99_000 // len(line))})
+    with pytest.raises(CheckRefused, match=f"more than {MAX_CODE_CHARS} characters"):
+        with i18n.using("en"):
+            Checker._readable(json.dumps(nb).encode(), len(nb["cells"]))
