@@ -14,7 +14,16 @@ import sys
 from urllib.parse import urlparse
 
 from ..notebook.editions import EDITIONS
-from .app import BODY_SECONDS, GRADER_SECONDS_PER_HOUR, IDLE_CONNECTION_SECONDS, MAX_REQUEST_BYTES, Settings, make_app
+from .app import (
+    BODY_SECONDS,
+    GRADER_SECONDS_PER_HOUR,
+    IDLE_CONNECTION_SECONDS,
+    MAX_REQUEST_BYTES,
+    BoundedHTTPServer,
+    Settings,
+    make_app,
+    most_connections,
+)
 from .checker import Checker
 from .records import DIRECTORY, FILENAME, Records, default_path
 
@@ -42,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
 
     async def serve():
         app = make_app(os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/"), checker, records, settings)
-        app.listen(url.port or 80, url.hostname or "127.0.0.1", max_body_size=MAX_REQUEST_BYTES,
-                   idle_connection_timeout=IDLE_CONNECTION_SECONDS, body_timeout=BODY_SECONDS)
+        server = BoundedHTTPServer(app, max_body_size=MAX_REQUEST_BYTES, body_timeout=BODY_SECONDS,
+                                   idle_connection_timeout=IDLE_CONNECTION_SECONDS, most_connections=most_connections())
+        server.listen(url.port or 80, url.hostname or "127.0.0.1")
         print(f"check service ready on {url.geturl()} for {', '.join(assignments)}", file=sys.stderr, flush=True)
         await asyncio.Event().wait()
 

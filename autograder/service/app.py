@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from tornado import web
+from tornado.httpserver import HTTPServer
 
 from .. import i18n
 from ..i18n import _
@@ -283,6 +284,39 @@ def make_app(prefix: str, checker: Checker, records: Records, settings: Settings
 MAX_REQUEST_BYTES = MAX_OTHER_BYTES
 IDLE_CONNECTION_SECONDS = 30
 BODY_SECONDS = 60
+# File descriptors kept for grading (the sandbox, the record, the course) whatever the connections hold.
+FDS_FOR_GRADING = 512
+
+
+class BoundedHTTPServer(HTTPServer):
+    """The service's HTTP server: it closes a new connection at once when `most_connections` are open, so that
+    connections never take the descriptors grading needs (a red-team pass held 19,341 of 20,000 with idle
+    connections from one student's terminal; a check that could not open its sandbox would fail and be counted)."""
+
+    def initialize(self, *args: Any, most_connections: int, **kwargs: Any) -> None:  # tornado's constructor
+        super().initialize(*args, **kwargs)
+        self.most_connections = most_connections
+
+    def handle_stream(self, stream: Any, address: tuple) -> None:
+        if len(self._connections) >= self.most_connections:
+            stream.close()
+            return
+        super().handle_stream(stream, address)
+
+
+def most_connections() -> int:
+    """How many connections the service keeps open: its descriptor limit, raised to the hard limit (at most
+    65,536: more than the loopback ports one client address can open), less `FDS_FOR_GRADING`."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 65_536 if hard == resource.RLIM_INFINITY else min(hard, 65_536)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        soft = wanted
+    return max(64, min(soft, 65_536) - FDS_FOR_GRADING)
+
+
 # A check's body comes from the student's own Jupyter server on the hub's network (the panel's forwarder): it
 # arrives within a second.  One that takes longer holds one of the `MAX_UPLOADS` slots, and is counted as a check.
 CHECK_BODY_SECONDS = 10

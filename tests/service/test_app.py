@@ -295,3 +295,43 @@ def test_a_restart_keeps_each_students_hour(tmp_path):
     assert [c["outcome"] for c in reopened.of("sdpa", "bob")] == ["interrupted"]
     assert hourly_limit(Settings(per_hour=1), reopened).take("bob", count=False) is not None
     reopened.close()
+
+
+def test_connections_beyond_the_bound_are_closed_at_once_and_the_others_served():
+    """Found by a red-team pass: one student's terminal held 19,341 of the service's 20,000 descriptors with
+    idle connections; grading needs some.  Past `most_connections` a new connection is closed at once."""
+    import asyncio
+    import socket
+    import threading
+
+    from tornado import web
+    from tornado.netutil import bind_sockets
+
+    from autograder.service.app import BoundedHTTPServer, most_connections
+
+    class Hello(web.RequestHandler):
+        def get(self):
+            self.write("hello")
+
+    started, ports = threading.Event(), []
+
+    def serve():
+        async def main():
+            server = BoundedHTTPServer(web.Application([("/", Hello)]), most_connections=3)
+            sock, = bind_sockets(0, "127.0.0.1")
+            server.add_sockets([sock])
+            ports.append(sock.getsockname()[1])
+            started.set()
+            await asyncio.sleep(30)
+        asyncio.run(main())
+
+    threading.Thread(target=serve, daemon=True).start()
+    assert started.wait(10)
+    held = [socket.create_connection(("127.0.0.1", ports[0]), timeout=5) for _ in range(3)]
+    extra = socket.create_connection(("127.0.0.1", ports[0]), timeout=5)
+    assert extra.recv(100) == b""  # closed by the service without a word
+    held[0].sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert held[0].recv(1000).endswith(b"hello")  # those within the bound are served
+    for conn in [*held, extra]:
+        conn.close()
+    assert most_connections() >= 64
