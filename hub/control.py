@@ -312,6 +312,21 @@ class Hub:
         if not os.stat(parent).st_mode & stat.S_IXOTH:
             os.chmod(parent, os.stat(parent).st_mode | 0o011)
         os.chmod(self.exchange, 0o1777)
+        self._inbox()
+
+    def _inbox(self):
+        """The course's inbox, made before nbgrader's release would make it (and kept by it), with the sticky bit:
+        nbgrader makes it 733, so any student who learns another's submission name could rename or delete that
+        folder (a red-team pass saw ``drwx-ws-wx``).  Owned by the instructor, as release requires."""
+        owner = pwd.getpwnam(INSTRUCTOR)
+        course = self.exchange / COURSE_ID
+        for path, mode in ((course, 0o755), (course / "inbound", 0o1733)):
+            if not path.exists():
+                path.mkdir()
+                os.chown(path, owner.pw_uid, owner.pw_gid)
+                os.chmod(path, mode)
+        inbound = course / "inbound"
+        os.chmod(inbound, stat.S_IMODE(inbound.stat().st_mode) | stat.S_ISVTX)
 
     def _course(self, fresh=False):
         sys.path.insert(0, str(ROOT))

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -106,6 +107,17 @@ def _plant_in_the_inbox(hub, inbound, course):
                ASSIGNMENT, mine)
 
 
+def _no_one_moves_anothers_submission(hub, inbound):
+    """Found by a red-team pass: nbgrader makes the inbox 733, so a student who learned A's submission name
+    could rename or delete A's folder.  The hub's inbox has the sticky bit: B, told the name, cannot."""
+    (mine,) = inbound.glob(f"{STUDENT_A}+{ASSIGNMENT}+*")
+    moved = hub.run_as(STUDENT_B, control.bin_dir(STUDENT_B) / "python", "-c",
+                       "import os, sys\ntry:\n    os.rename(sys.argv[1], sys.argv[1] + '-gone')\n    print('moved')\n"
+                       "except OSError as exc:\n    print(type(exc).__name__)", mine, cwd="/")
+    assert moved.stdout.strip() == "PermissionError" and mine.is_dir(), moved.stdout
+    assert inbound.stat().st_mode & stat.S_ISVTX
+
+
 def _students_hold_nothing_of_the_grader(hub):
     """A student reaches neither the answers nor the hidden checks: the checkout (solutions, course, catalogue,
     the grader's venv) is closed to them, and their own Python environment imports none of the grader."""
@@ -161,6 +173,7 @@ def test_semester_through_the_exchange_as_separate_users(hub):
     assert all(v == "PermissionError" for v in denied), probe
     assert own == "ok", probe
     _students_hold_nothing_of_the_grader(hub)
+    _no_one_moves_anothers_submission(hub, exchange / COURSE_ID / "inbound")
 
     submitted_by_b = nbformat.read(str(control.home(STUDENT_B) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), as_version=4)
     _plant_in_the_inbox(hub, exchange / COURSE_ID / "inbound", course)
