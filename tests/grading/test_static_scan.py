@@ -479,3 +479,18 @@ def test_a_constant_passed_to_a_call_beside_a_builtin_is_not_charged():
     # a name that is rebound to something else, or a list a call may fill, still counts
     refilled = cell.replace('NEG_INF = float("-inf")', 'NEG_INF = float("-inf")\nNEG_INF = []')
     assert scan([refilled], ["apply_mask"]).forbidden["apply_mask"]
+
+
+def test_code_past_what_one_scan_reads_holds_the_notebook_for_a_person(monkeypatch):
+    """The scan runs in the trusted process, outside the sandbox's time limits: a red-team notebook of 2 MiB of
+    code held the check service's grader for minutes.  Past `MAX_SCANNED_CHARS` the rest is not read, and the
+    notebook is held where that starts, as for any code the scan cannot read."""
+    monkeypatch.setattr(static_scan, "MAX_SCANNED_CHARS", 2_000)
+    honest = "def softmax(x, dim=-1):\n    e = x.exp()\n    return e / e.sum(dim, keepdim=True)\n"
+    assert not scan([honest], ["softmax"]).held
+    filler = "x = 1\n" * 400  # 2,400 characters: past the bound
+    hidden = "import torch.nn.functional as F\ndef softmax(x, dim=-1):\n    return F.softmax(x, dim)\n"
+    result = scan([honest, filler, hidden], ["softmax"])
+    (held,) = result.held
+    assert (held.cell, held.code) == (1, "dynamic-code") and "2000" in held.detail, held
+    assert result.forbidden["softmax"] == []  # not read: the hold is what stops its points counting
