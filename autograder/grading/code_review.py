@@ -160,6 +160,10 @@ _INSTALLATION = tuple(os.path.realpath(p) + os.sep
                       for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, str(guest.GUEST_DIR)})
 MAX_LIBRARY_FILE_BYTES = 8 * 2**20
 TRIPWIRE_PREFIX = "tripwire-"  # the file name tripwires.replace_body gives a new body: tripwire-<module>.<name>
+# The packages whose functions the tripwires give new bodies (``guest/tripwires.py: LIBRARIES``): a name of
+# theirs under any other package is the runner's, not theirs (a red-team notebook named 4,096 texts after 19
+# packages, and each made the grader read and hash every file of one: 168 s).
+TRIPWIRE_LIBRARIES = ("torch", "functorch")
 
 
 def _library_source(filename: "str | None", text: str) -> bool:
@@ -185,7 +189,8 @@ def _tripwire_name(filename: str) -> "str | None":
     if os.path.realpath(head) != os.path.realpath(guest.GUEST_DIR) or not name.startswith(TRIPWIRE_PREFIX):
         return None
     dotted = name[len(TRIPWIRE_PREFIX):]
-    return dotted if all(part.isidentifier() for part in dotted.split(".")) else None
+    parts = dotted.split(".")
+    return dotted if parts[0] in TRIPWIRE_LIBRARIES and all(part.isidentifier() for part in parts) else None
 
 
 def _tripwire_package(filename: str) -> "str | None":

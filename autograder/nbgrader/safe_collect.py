@@ -154,6 +154,7 @@ class SafeCollect(ExchangeCollect):
             budget = {"bytes": 1000 * self.coursedir.max_dir_size, "entries": MAX_ENTRIES,
                       "changed": (info.st_ctime, "its folder")}
             self._copy_folder(top, dest, uid, budget, "", 0)
+            _note_change(budget, top, "its folder")  # once more, now that it is copied: a change made meanwhile
         finally:
             os.close(top)
         when = _utc(record["timestamp"])
@@ -180,13 +181,12 @@ class SafeCollect(ExchangeCollect):
                 self.log.error("Not collected: %s (%s)", shown, "a link" if exc.errno == errno.ELOOP else exc.strerror)
                 continue
             try:
-                info = os.fstat(fd)
-                if info.st_ctime > budget["changed"][0]:  # a student cannot set a change time back
-                    budget["changed"] = (info.st_ctime, shown)
+                info = _note_change(budget, fd, shown)
                 if uid is not None and info.st_uid != uid:
                     self.log.error("Not collected: %s (belongs to %s)", shown, _owner(info.st_uid))
                 elif stat.S_ISDIR(info.st_mode):
                     self._copy_folder(fd, os.path.join(dest, name), uid, budget, shown, depth + 1)
+                    _note_change(budget, fd, shown)
                 elif stat.S_ISREG(info.st_mode):
                     self._copy_file(fd, os.path.join(dest, name), budget, shown)
                 else:
@@ -200,7 +200,8 @@ class SafeCollect(ExchangeCollect):
         with open(dest, "wb") as out:
             while True:
                 chunk = os.read(fd, 1 << 20)
-                if not chunk:
+                if not chunk:  # read to its end: a change made while it was read shows now (red team: a
+                    _note_change(budget, fd, shown)  # 30 MB notebook rewritten mid-copy kept the old time)
                     return
                 copied += len(chunk)
                 budget["bytes"] -= len(chunk)
@@ -211,6 +212,15 @@ class SafeCollect(ExchangeCollect):
                 out.write(chunk)
         os.unlink(dest)
         self.log.error("Not collected: %s (larger than %s kB, max_file_size)", shown, self.coursedir.max_file_size)
+
+
+def _note_change(budget: dict, fd: int, shown: str) -> os.stat_result:
+    """fstat `fd`, keeping its change time in `budget["changed"]` if it is the latest yet (a student cannot set a
+    change time back); returns the stat."""
+    info = os.fstat(fd)
+    if info.st_ctime > budget["changed"][0]:
+        budget["changed"] = (info.st_ctime, shown)
+    return info
 
 
 def _owner(uid: int) -> str:

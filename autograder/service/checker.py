@@ -100,8 +100,11 @@ class Checker:
             raise CheckRefused(_("这份笔记本不是有效的 JSON（{error}）；请在 JupyterLab 里重新保存。").format(
                 error=type(exc).__name__)) from None
         cells = parsed.get("cells") if isinstance(parsed, dict) else None
-        if not isinstance(cells, list):
-            return notebook  # the grader says what is wrong with it, as the final grading would
+        if not isinstance(cells, list) or parsed.get("nbformat") != 4:
+            # JupyterLab saves nbformat 4; an older one (cells under "worksheets") would reach the grader
+            # unread by the caps below, and nbformat would upgrade it there (red team)
+            raise CheckRefused(_("这份笔记本不是 JupyterLab 保存的格式（nbformat 4）：请在 JupyterLab 里打开它，"
+                                 "保存，再检查一次。"))
         if len(cells) > 2 * release_cells + 100:
             raise CheckRefused(_("这份笔记本有 {cells} 个单元格，发布的版本只有 {released} 个："
                                  "删掉多余的单元格再检查。").format(cells=len(cells), released=release_cells))

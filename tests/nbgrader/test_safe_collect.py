@@ -116,3 +116,38 @@ def test_a_notebook_rewritten_after_its_submission_is_dated_when_it_was_rewritte
     assert again.returncode == 0, again.stderr[-3000:]
     assert (got / "sdpa.ipynb").read_bytes() == b'{"honest": true}'
     assert (got / "timestamp.txt").read_text() == honest.strftime(FORMAT)
+
+
+def test_a_file_changed_while_collect_reads_it_dates_the_submission(tmp_path, monkeypatch):
+    """Found by a red-team pass: a 30 MB notebook rewritten while collect copied it was collected with the change
+    time collect had read before the copy.  The change time is read again once the file is read to its end."""
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+
+    from autograder.nbgrader import safe_collect
+
+    named = datetime.now(timezone.utc) - timedelta(minutes=10)
+    folder = tmp_path / f"{ME}+sdpa+{named.strftime(FORMAT)}+race"
+    folder.mkdir()
+    (folder / "sdpa.ipynb").write_bytes(b"on time " * 1000)
+    old = time.time() - 600  # utime changes the file's change time (to now), whatever times it sets
+    collect = safe_collect.SafeCollect(coursedir=CourseDirectory(), authenticator=Authenticator(),
+                                       clock_skew_seconds=1)
+    collect.src_records = [{"username": ME, "filename": folder.name, "timestamp": named.replace(tzinfo=None)}]
+    real_read, first = os.read, []
+
+    def read_and_rewrite(fd, size):
+        chunk = real_read(fd, size)
+        if not first and chunk.startswith(b"on time"):
+            first.append(True)
+            time.sleep(1.5)
+            os.utime(folder / "sdpa.ipynb", (old, old))  # a change while it is read: its change time moves
+        return chunk
+
+    monkeypatch.setattr(safe_collect.os, "read", read_and_rewrite)
+    before = os.stat(folder / "sdpa.ipynb").st_ctime
+    collect._copy_own_files(str(folder), str(tmp_path / "copy"))
+    after = os.stat(folder / "sdpa.ipynb").st_ctime
+    dated = datetime.strptime((tmp_path / "copy" / "timestamp.txt").read_text(), FORMAT).replace(tzinfo=timezone.utc)
+    assert first and after > before + 1
+    assert abs(dated - datetime.fromtimestamp(after, timezone.utc)) < timedelta(seconds=0.01), (dated, before, after)

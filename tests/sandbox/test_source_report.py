@@ -302,3 +302,23 @@ def test_a_long_text_under_a_tripwire_name_is_matched_with_its_module_file_befor
     compiled.add("cut", [b"..."], name, "0" * 64)
     notes = code_review.runtime_notes(compiled, [], lambda request: 0)
     assert package_walks == ["torch"] and len(notes) == 1
+
+
+def test_a_tripwire_name_under_a_package_the_tripwires_never_touch_is_the_runners(monkeypatch):
+    """Found by a red-team pass: 4,096 one-line texts named `tripwire-<package>.x<i>` after 19 installed packages
+    made the grader walk and hash every file of one package per text (its cache keeps 8): 168 s of one check.
+    Only the tripwires' own packages are theirs; any other such name is read as the runner's text."""
+    import ast as ast_module
+
+    tripwires = (GUEST_DIR / "tripwires.py").read_text()
+    (libraries,) = [node.value for node in ast_module.walk(ast_module.parse(tripwires))
+                    if isinstance(node, ast_module.Assign) and getattr(node.targets[0], "id", "") == "LIBRARIES"]
+    assert ast_module.literal_eval(libraries) == code_review.TRIPWIRE_LIBRARIES
+    package_walks = []
+    monkeypatch.setattr(code_review, "_package_digests", lambda package: package_walks.append(package) or frozenset())
+    compiled = CompiledTexts()
+    for n, package in enumerate(("sympy", "numpy", "pip", "IPython") * 3):
+        compiled.add("source", [f"__import__('gc').get_objects()  # {n}".encode()],
+                     os.path.join(str(GUEST_DIR), f"{code_review.TRIPWIRE_PREFIX}{package}.x{n}"))
+    notes = code_review.runtime_notes(compiled, [], lambda request: 0)
+    assert package_walks == [] and notes and all(note["holds"] for note in notes)

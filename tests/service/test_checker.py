@@ -48,6 +48,12 @@ def test_a_check_never_uses_the_final_grading_seeds(checker, released, monkeypat
 
 
 @pytest.mark.parametrize("notebook, words", [(b"{not json", {"sdpa_en": "not valid JSON", "sdpa": "不是有效的 JSON"}),
+                                             # nbformat 3 keeps cells under "worksheets": every cap below
+                                             # read a top-level "cells" list, and passed it on (red team)
+                                             (json.dumps({"nbformat": 3, "worksheets": [{"cells": []}]}).encode(),
+                                              {"sdpa_en": "nbformat 4", "sdpa": "nbformat 4"}),
+                                             (json.dumps({"nbformat": 5, "cells": []}).encode(),
+                                              {"sdpa_en": "nbformat 4", "sdpa": "nbformat 4"}),
                                              (b" " * (64 * 2**20 + 1), {"sdpa_en": "over the 64 MiB",
                                                                         "sdpa": "超过了提交允许的 64 MiB"})])
 def test_a_notebook_it_cannot_grade_is_refused_with_what_to_do_in_its_language(checker, notebook, words):
