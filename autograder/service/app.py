@@ -8,6 +8,7 @@ identity comes only from the hub, never from the request's body.
 ``GET  {prefix}api/labels?assignment=``  the words of JupyterLab's button and panel, in the assignment's language
 
 An instructor is a hub admin or a member of the hub group `instructor_group`; everyone else reads only their own.
+A request without a hub identity gets 403, never a login redirect: the API is called with tokens.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
+from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated, _ExpiringDict
 from tornado import web
 from tornado.httpserver import HTTPServer
 
@@ -56,8 +57,18 @@ class _Handler(HubOAuthenticated, web.RequestHandler):
     async def prepare(self) -> None:
         """Ask the hub who sends the request without blocking the service: JupyterHub's `get_current_user` asks
         synchronously, and one slow answer (or a stream of made-up tokens, each a round trip) held every other
-        request.  The answer is kept on the request, where `current_user` finds it."""
+        request.  The answer is kept on the request, where `current_user` finds it.  JupyterHub caches each
+        answer under the request's session cookie as sent: a cookie longer than any session id is refused
+        (red team: 60 KB cookies, each kept five minutes)."""
+        if len(self.get_cookie(SESSION_COOKIE) or "") > MAX_SESSION_ID_CHARS:
+            raise web.HTTPError(400, f"the {SESSION_COOKIE} cookie is longer than a session id")
         await self.hub_auth.get_user(self, sync=False)
+
+    def get_login_url(self) -> str:
+        """An API has no login page: a request without a hub identity is refused (403), not sent to the hub's
+        login, which would keep its URL (up to 64 KB, the requester's) for ten minutes in JupyterHub's OAuth
+        state, once per request, from anyone."""
+        raise web.HTTPError(403, "this needs a JupyterHub token with access to this service")
 
     def reply(self, status: int, body: dict[str, Any]) -> None:
         """A JSON answer; its message in the language of the assignment asked about (the course's, if none)."""
@@ -256,6 +267,35 @@ class LabelsHandler(_Handler):
         self.reply(200, labels(self.assignment(self.get_argument("assignment", None))))
 
 
+# JupyterHub's session ids are 32 hex digits; the cookie's value is part of the key of its identity cache.
+SESSION_COOKIE = "jupyterhub-session-id"
+MAX_SESSION_ID_CHARS = 128
+# Hub answers JupyterHub keeps (one per token and session id, five minutes; made-up tokens included).
+MAX_CACHED_IDENTITIES = 10_000
+
+
+class BoundedExpiringDict(_ExpiringDict):
+    """JupyterHub's expiring cache, holding at most `most` entries (the oldest go first): its own bound is time
+    alone, so its size followed the rate of requests with new tokens or session ids."""
+
+    def __init__(self, max_age: float, most: int) -> None:
+        super().__init__(max_age)
+        self.most = most
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        while len(self.values) > self.most:
+            oldest = next(iter(self.values))
+            self.values.pop(oldest)
+            self.timestamps.pop(oldest, None)
+
+
+def bound_hub_caches(auth: HubOAuth) -> None:
+    """Give `auth` (the service's JupyterHub client) caches of bounded size."""
+    if not isinstance(auth.cache, BoundedExpiringDict):
+        auth.cache = BoundedExpiringDict(auth.cache_max_age, MAX_CACHED_IDENTITIES)
+
+
 def hourly_limit(settings: Settings, records: Records) -> RateLimit:
     """The hourly limits, with the checks of the last hour in `records` already counted: restarting the service
     gives no student a fresh hour."""
@@ -268,6 +308,7 @@ def hourly_limit(settings: Settings, records: Records) -> RateLimit:
 def make_app(prefix: str, checker: Checker, records: Records, settings: Settings) -> web.Application:
     """The tornado application under the service's URL prefix (``JUPYTERHUB_SERVICE_PREFIX``)."""
     prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
+    bound_hub_caches(HubOAuth.instance())
     shared = {"checker": checker, "records": records, "limit": hourly_limit(settings, records), "settings": settings,
               "uploads": Uploads()}
     return web.Application([

@@ -199,6 +199,43 @@ def test_a_student_sends_one_body_at_a_time(service):
     service.answer("tok-carol", "sdpa_en")
 
 
+def test_what_the_hub_client_keeps_per_request_is_bounded(service):
+    """Found by a red-team pass: JupyterHub's client keeps each answer under the request's session cookie as
+    sent (60 KB cookies, each five minutes) and, for a request without identity, its URL in the OAuth state of
+    a login redirect (ten minutes).  The API refuses a cookie longer than a session id, answers 403 without a
+    login redirect, and its caches hold at most `MAX_CACHED_IDENTITIES` answers."""
+    import urllib.request
+
+    from autograder.service.app import MAX_SESSION_ID_CHARS
+
+    long_url = "/labels?assignment=sdpa&pad=" + "x" * 20_000
+    request = urllib.request.Request(service.base + long_url)
+    status, said = service._open(request, 30)
+    assert status == 403 and "JupyterHub token" in said["message"], (status, said)
+    request = urllib.request.Request(service.base + "/labels?assignment=sdpa", headers={
+        "Authorization": "token tok-alice", "Cookie": "jupyterhub-session-id=" + "s" * (MAX_SESSION_ID_CHARS + 1)})
+    status, said = service._open(request, 30)
+    assert status == 400 and "session id" in said["message"], (status, said)
+    request = urllib.request.Request(service.base + "/labels?assignment=sdpa", headers={
+        "Authorization": "token tok-alice", "Cookie": "jupyterhub-session-id=" + "0123456789abcdef" * 2})
+    assert service._open(request, 30)[0] == 200  # a session id as JupyterHub makes them
+
+
+def test_the_hub_clients_cache_keeps_the_newest_answers_up_to_its_bound():
+    from jupyterhub.services.auth import HubOAuth
+
+    from autograder.service.app import MAX_CACHED_IDENTITIES, BoundedExpiringDict, bound_hub_caches
+
+    cache = BoundedExpiringDict(300, 3)
+    for n in range(10):
+        cache[f"token:{n}"] = {"name": n}
+    assert len(cache) == 3 and "token:9" in cache and "token:6" not in cache
+    auth = HubOAuth(api_token="x", api_url="http://127.0.0.1:1/hub/api")
+    bound_hub_caches(auth)
+    assert isinstance(auth.cache, BoundedExpiringDict) and auth.cache.most == MAX_CACHED_IDENTITIES
+    assert auth.cache.max_age == auth.cache_max_age
+
+
 def test_a_hub_slow_to_answer_for_one_token_holds_no_one_else(service):
     """The service asks the hub who sends each new token; asked synchronously (JupyterHub's `get_current_user`),
     one slow answer held every other request for as long, and tokens nobody has seen cost a hub round trip each:
