@@ -16,6 +16,7 @@ import json
 import logging
 import math
 import os
+import re
 import time
 from datetime import datetime, timezone
 from typing import Any, Optional
@@ -131,7 +132,7 @@ class CheckHandler(_Handler):
             if self.checker.grading_for(student):  # its grader time is charged when it ends: one at a time
                 return self._still_grading()
             announced = self.request.headers.get("Content-Length", "0")
-            if not announced.isdigit() or int(announced) > MAX_CHECK_BYTES:
+            if not re.fullmatch(r"[0-9]{1,9}", announced) or int(announced) > MAX_CHECK_BYTES:  # "²" isdigit()
                 return self.reply(413, {"message": too_large().format(limit=MAX_CHECK_BYTES // 2**20)})
             busy = self.uploads.start(student)
             if busy == "student":
@@ -152,11 +153,11 @@ class CheckHandler(_Handler):
 
     def on_connection_close(self) -> None:
         if self._arriving is not None:  # a body that never arrived whole (closed, or past its time) counts as a
-            student = self._arriving   # check: a slot held for nothing may not be free (red team, pass 4)
-            self._arrived()
-            if self.limit.take(student) is None:
-                assignment = self.get_argument("assignment", "")
-                self.records.add(student, assignment if assignment in self.checker.graders else "", "unfinished")
+            student = self._arriving   # check, even past the hour's limit (a student whose check waits may
+            self._arrived()            # send one to replace it): a slot held for nothing may not be free
+            self.limit.count(student)
+            assignment = self.get_argument("assignment", "")
+            self.records.add(student, assignment if assignment in self.checker.graders else "", "unfinished")
         super().on_connection_close()
 
     def data_received(self, chunk: bytes) -> None:
@@ -258,7 +259,9 @@ class RecordsHandler(_Handler):
         if student != self.student and not self.is_instructor():
             with self.speaking(assignment):
                 return self.reply(403, {"message": _("你只能查看自己的检查记录。")})
-        self.reply(200, {"student": student, "checks": self.records.of(assignment, student)})
+        # with the bodies that never arrived and named no assignment: they counted against the same hour
+        checks = sorted(self.records.of(assignment, student) + self.records.of("", student), key=lambda c: c["at"])
+        self.reply(200, {"student": student, "checks": checks})
 
 
 class LabelsHandler(_Handler):

@@ -397,6 +397,8 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
     # wire.receive now replaces it, so both commands grade this one like any correct notebook.
     printing = nbformat.reads(good.decode("utf-8"), as_version=4)
     printing.cells.append(nbformat.v4.new_code_cell("print('\\ud800')"))
+    tagged = json.loads(good)  # tags of mixed types, which nbformat's validation compares pairwise (red team)
+    tagged["cells"][2].setdefault("metadata", {})["tags"] = [t for n in range(150) for t in (f"t{n}", n)]
     unreadable = {
         "empty": {"sdpa.ipynb": b""},
         "truncated": {"sdpa.ipynb": good[: len(good) // 2]},
@@ -411,6 +413,7 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
         # grading at 9 GiB)
         "json-objects": {"sdpa.ipynb": good.replace(b'"metadata": {', b'"metadata": {"junk": [' +
                                                      b",".join([b"{}"] * 150_000) + b"], ", 1)},
+        "mixed-tags": {"sdpa.ipynb": json.dumps(tagged).encode("utf-8")},
     }
     submissions = dict(unreadable, **{
         "correct-reference": {"sdpa.ipynb": good},
@@ -456,7 +459,8 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
     assert "move it to submitted/<student>/sdpa_en/sdpa_en.ipynb" in failed["renamed-edition"]
     assert "sdpa.ipynb is the sdpa_en edition's notebook (its metadata says so)" in stock_run.stderr
     for student, rule in (("too-large", "MiB a submission may hold"), ("notebook-folder", "is a folder, not a"),
-                          ("json-objects", "JSON objects and arrays, over the 100,000")):
+                          ("json-objects", "JSON objects and arrays, over the 100,000"),
+                          ("mixed-tags", "cell 3 of submitted/mixed-tags/sdpa/sdpa.ipynb has tags that are not")):
         where = f"submitted/{student}/sdpa"
         assert where in failed[student] and rule in failed[student], failed[student]
         assert "/tmp/" not in failed[student].replace(str(cli_root), ""), failed[student]  # no worker's path
@@ -464,6 +468,7 @@ def test_unreadable_notebooks_get_the_stock_gradebook_entries(released, built, t
     # stock refuses before nbconvert reads the notebook, in one line
     assert "Refused: submitted/json-objects/sdpa/sdpa.ipynb holds 150," in stock_run.stderr
     assert "Refused: submitted/notebook-folder/sdpa/sdpa.ipynb is a folder" in stock_run.stderr
+    assert "Refused: cell 3 of submitted/mixed-tags/sdpa/sdpa.ipynb has tags" in stock_run.stderr
     assert f"graded 2, skipped 0 (already graded), failed {len(failed)} " in ours.stdout, ours.stdout
     entries = _entries(cli_root)
     assert "no-notebook" not in entries

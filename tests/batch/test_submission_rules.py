@@ -51,3 +51,21 @@ def test_a_notebook_full_of_objects_is_refused_before_it_is_read(tmp_path):
     printed = {"cells": [{"cell_type": "code", "outputs": [{"text": "tensor([[1., 2.]])\n" * 200_000}]}]}
     path.write_text(json.dumps(printed))
     check_notebook(path, "submitted/ana/sdpa/sdpa.ipynb")  # brackets printed by the student are text
+
+
+tag_values = st.one_of(st.text(max_size=8), st.integers(), st.none(), st.booleans(), st.lists(st.text(), max_size=2))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.lists(tag_values, max_size=120)), max_size=6))
+def test_a_cell_whose_tags_are_not_a_few_strings_is_named(tags_per_cell):
+    """nbformat's validation compares a cell's tags pairwise when they mix types (a red-team check of 40,000
+    mixed tags held the grader 10 minutes): a cell's tags must be at most MAX_CELL_TAGS strings."""
+    from autograder.notebook.submission import MAX_CELL_TAGS, cell_with_bad_tags
+
+    cells = [{"cell_type": "code", "metadata": {} if tags is None else {"tags": tags}, "source": ""}
+             for tags in tags_per_cell]
+    bad = [n for n, tags in enumerate(tags_per_cell, 1) if tags is not None and (
+        len(tags) > MAX_CELL_TAGS or not all(isinstance(t, str) for t in tags))]
+    assert cell_with_bad_tags({"cells": cells}) == (bad[0] if bad else None)
+    assert cell_with_bad_tags({"nbformat": 3, "worksheets": [{"cells": cells}]}) == (bad[0] if bad else None)

@@ -236,6 +236,19 @@ def test_the_hub_clients_cache_keeps_the_newest_answers_up_to_its_bound():
     assert auth.cache.max_age == auth.cache_max_age
 
 
+def test_a_content_length_python_reads_as_a_digit_but_not_as_a_number_is_refused(service):
+    """Found by a red-team pass: "²" is a digit to str.isdigit but not to int: the service answered 500."""
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(service.base + "/check?assignment=sdpa")
+    with socket.create_connection((url.hostname, url.port), timeout=20) as conn:
+        conn.sendall(f"POST {url.path}?{url.query} HTTP/1.1\r\nHost: x\r\nAuthorization: token tok-teacher\r\n"
+                     .encode() + b"Content-Length: \xb2\r\n\r\n")
+        status_line = conn.recv(200).split(b"\r\n", 1)[0]
+    assert status_line.split()[1] in (b"400", b"413"), status_line
+
+
 def test_a_hub_slow_to_answer_for_one_token_holds_no_one_else(service):
     """The service asks the hub who sends each new token; asked synchronously (JupyterHub's `get_current_user`),
     one slow answer held every other request for as long, and tokens nobody has seen cost a hub round trip each:

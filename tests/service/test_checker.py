@@ -54,6 +54,10 @@ def test_a_check_never_uses_the_final_grading_seeds(checker, released, monkeypat
                                               {"sdpa_en": "nbformat 4", "sdpa": "nbformat 4"}),
                                              (json.dumps({"nbformat": 5, "cells": []}).encode(),
                                               {"sdpa_en": "nbformat 4", "sdpa": "nbformat 4"}),
+                                             # tags nbformat's validation compares pairwise (red team: 10 min)
+                                             (json.dumps({"nbformat": 4, "cells": [{"cell_type": "code", "metadata": {
+                                                 "tags": ["a", 0] * 20_000}, "source": ""}]}).encode(),
+                                              {"sdpa_en": "Cell 1's tags", "sdpa": "第 1 个单元格的标签"}),
                                              (b" " * (64 * 2**20 + 1), {"sdpa_en": "over the 64 MiB",
                                                                         "sdpa": "超过了提交允许的 64 MiB"})])
 def test_a_notebook_it_cannot_grade_is_refused_with_what_to_do_in_its_language(checker, notebook, words):

@@ -158,3 +158,18 @@ def test_only_a_check_that_enters_the_queue_counts_and_a_replaced_one_costs_noth
     queue.finished("a")
     assert queue.put("a", "third", admit("a")) == FairQueue.REFUSED and len(queue) == 0
     assert limit.take("a", count=False) is not None and limit.take("b", count=False) is not None
+
+
+def test_an_upload_that_never_arrived_counts_even_past_the_limit():
+    """Found by a red-team pass: a student at the hour's limit whose check waited could start uploads (to
+    replace it) and leave them unfinished, holding an upload slot each time for nothing."""
+    now = [1000.0]
+    limit = RateLimit(2, clock=lambda: now[0])
+    assert limit.take("c") is None and limit.take("c") is None
+    first_free = limit.take("c", count=False)
+    assert first_free == 1000.0 + 3600
+    now[0] += 600
+    limit.count("c")  # past the limit: counted all the same
+    now[0] = first_free + 1  # the first two have left the hour; the uncounted upload has not
+    assert limit.take("c", count=False) is None and limit.take("c") is None
+    assert limit.take("c", count=False) == 1600.0 + 3600
