@@ -14,17 +14,9 @@ import sys
 from urllib.parse import urlparse
 
 from ..notebook.editions import EDITIONS
-from .app import (
-    BODY_SECONDS,
-    GRADER_SECONDS_PER_HOUR,
-    IDLE_CONNECTION_SECONDS,
-    MAX_REQUEST_BYTES,
-    BoundedHTTPServer,
-    Settings,
-    make_app,
-    most_connections,
-)
+from .app import GRADER_SECONDS_PER_HOUR, Settings, make_app
 from .checker import Checker
+from .http_bounds import BODY_SECONDS, IDLE_CONNECTION_SECONDS, MAX_REQUEST_BYTES, BoundedHTTPServer, most_connections
 from .records import DIRECTORY, FILENAME, Records, default_path
 
 

@@ -206,7 +206,7 @@ def test_what_the_hub_client_keeps_per_request_is_bounded(service):
     login redirect, and its caches hold at most `MAX_CACHED_IDENTITIES` answers."""
     import urllib.request
 
-    from autograder.service.app import MAX_SESSION_ID_CHARS
+    from autograder.service.http_bounds import MAX_SESSION_ID_CHARS
 
     long_url = "/labels?assignment=sdpa&pad=" + "x" * 20_000
     request = urllib.request.Request(service.base + long_url)
@@ -224,7 +224,7 @@ def test_what_the_hub_client_keeps_per_request_is_bounded(service):
 def test_the_hub_clients_cache_keeps_the_newest_answers_up_to_its_bound():
     from jupyterhub.services.auth import HubOAuth
 
-    from autograder.service.app import MAX_CACHED_IDENTITIES, BoundedExpiringDict, bound_hub_caches
+    from autograder.service.http_bounds import MAX_CACHED_IDENTITIES, BoundedExpiringDict, bound_hub_caches
 
     cache = BoundedExpiringDict(300, 3)
     for n in range(10):
@@ -272,7 +272,7 @@ def test_a_body_that_never_arrives_frees_its_slot_and_counts_as_a_check(service)
     check's body now has `CHECK_BODY_SECONDS`, and one that does not arrive counts against the hour."""
     import time
 
-    from autograder.service.app import CHECK_BODY_SECONDS
+    from autograder.service.http_bounds import CHECK_BODY_SECONDS
 
     started = time.monotonic()
     with _send_partly(service, "/check?assignment=sdpa", "tok-frank", 200_000, admitted=True) as conn:
@@ -357,7 +357,7 @@ def test_connections_beyond_the_bound_are_closed_at_once_and_the_others_served()
     from tornado import web
     from tornado.netutil import bind_sockets
 
-    from autograder.service.app import BoundedHTTPServer, most_connections
+    from autograder.service.http_bounds import BoundedHTTPServer, most_connections
 
     class Hello(web.RequestHandler):
         def get(self):
