@@ -164,6 +164,7 @@ TRIPWIRE_PREFIX = "tripwire-"  # the file name tripwires.replace_body gives a ne
 # theirs under any other package is the runner's, not theirs (a red-team notebook named 4,096 texts after 19
 # packages, and each made the grader read and hash every file of one: 168 s).
 TRIPWIRE_LIBRARIES = ("torch", "functorch")
+MAX_TRIPWIRE_NAME_PARTS = 16  # module and qualified name: torch's deepest is under 10
 
 
 def _library_source(filename: "str | None", text: str) -> bool:
@@ -190,7 +191,9 @@ def _tripwire_name(filename: str) -> "str | None":
         return None
     dotted = name[len(TRIPWIRE_PREFIX):]
     parts = dotted.split(".")
-    return dotted if parts[0] in TRIPWIRE_LIBRARIES and all(part.isidentifier() for part in parts) else None
+    if len(parts) > MAX_TRIPWIRE_NAME_PARTS or parts[0] not in TRIPWIRE_LIBRARIES:  # each part is a path looked
+        return None  # up, joined from all before it: 2,000 parts cost 0.4 s a text (red team)
+    return dotted if all(part.isidentifier() for part in parts) else None
 
 
 def _tripwire_package(filename: str) -> "str | None":
@@ -265,7 +268,7 @@ def _parse_python(text):
         return None
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=128)  # keyed by cells of up to 100,000 characters: 1,024 of them held a GiB
 def _as_ipython_runs(source: str) -> str:
     from IPython.core.inputtransformer2 import TransformerManager
 

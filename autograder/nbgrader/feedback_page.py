@@ -32,7 +32,25 @@ LABELS = {
     "answer": N_("学生的答案"), "student_task": N_("学生的任务"), "grade_cell": N_("评分单元格："),
     "awaiting": N_("（等待助教评分，满分 {max}）"), "awaiting_total": N_("（还有 {points} 分等待助教评分）"),
 }
-HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+HEADING_START = re.compile(r"#{1,6}[ \t]+")
+
+
+def headings(source: str) -> list[str]:
+    """The ATX headings (`## Title ##`) of a markdown source, line by line without backtracking: the pattern
+    this replaces (`^#{1,6}\\s+(.+?)\\s*#*\\s*$`) took 20 s on a student's answer cell of "# " and 4,000 spaces
+    (cubic), in the trusted process that writes the feedback."""
+    found = []
+    for line in source.split("\n"):
+        start = HEADING_START.match(line)
+        if not start:
+            continue
+        text = line[start.end():].rstrip(" \t\r")
+        closed = text.rstrip("#")
+        if closed != text and (not closed or closed[-1] in " \t"):  # a closing run of #s after a space
+            text = closed.rstrip(" \t")
+        if text:
+            found.append(text)
+    return found
 
 
 class ClearHiddenChecks(ClearHiddenTests):
@@ -48,7 +66,7 @@ def part_labels(nb):
     labels, section = {}, ""
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            found = HEADING.findall(cell.source)
+            found = headings(cell.source)
             if found:
                 section = found[-1].replace("`", "")
         meta = cell.metadata.get("nbgrader", {})

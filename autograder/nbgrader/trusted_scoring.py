@@ -57,7 +57,9 @@ def _cell_of(request, nb, positions, student_cells):
     kind, what = request if len(request) == 2 else (None, None)
     if kind == "cell" and isinstance(what, int) and 0 <= what < len(positions):
         return positions[what]
-    definition = re.compile(rf"^\s*def\s+{re.escape(str(what))}\s*\(", re.M)
+    # [ \t], not \s: `^\s*` retried over every line of a run of blank lines (quadratic: a red-team check of
+    # 318,000 blank characters held the grader 108 s)
+    definition = re.compile(rf"^[ \t]*def[ \t]+{re.escape(str(what))}[ \t]*\(", re.M)
     return next((i for i in student_cells if definition.search(nb.cells[i].source)),
                 student_cells[0] if student_cells else 0)
 
@@ -99,8 +101,13 @@ class TrustedScoring(NbGraderPreprocessor):
         cells = student_code_cells(nb)
         scan = code_review.review(nb.cells[i].source for i in cells)
         code_review.charge_forbidden(results, scan, cells)
+        located = {}  # request -> cell: up to thousands of run-time texts ask for the same few requests
+
         def cell_of(request):
-            return _cell_of(request, nb, state.positions, cells)
+            key = repr(request)
+            if key not in located:
+                located[key] = _cell_of(request, nb, state.positions, cells)
+            return located[key]
 
         # What the runners compiled at run time and the notebook does not show is read with the same scan; a
         # helper's difference no known misconception explains is left to a person too.

@@ -1,6 +1,7 @@
 """Unit tests of the offline feedback page (`autograder/nbgrader/feedback_page.py`): markdown through the inert
 filter (tests/nbgrader/test_inert_markdown.py), no MathJax script, and each summary entry named after its part
 and lesson section."""
+import pytest
 from nbconvert.exporters import HTMLExporter
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -59,7 +60,33 @@ def test_the_page_gets_the_part_labels(monkeypatch):
     OfflineFeedbackExporter().from_notebook_node(nb, {"nbgrader": {"notebook": "sdpa"}})
     assert seen["sdpa_parts"] == {"apply_mask-check": "apply_mask — Masks"}
     assert seen["nbgrader"] == {"notebook": "sdpa"}
-    assert feedback_page.HEADING.findall("### Title ###") == ["Title"]
+    assert feedback_page.headings("### Title ###") == ["Title"]
+
+
+@pytest.mark.parametrize("source", [
+    "# " + " " * 4000 + "x" + " " * 4000 + "y",  # 20 s with the regular expression it replaces (red team)
+    "# a" + "\t" * 4000 + "#" * 4000 + "\t" * 4000 + "b", "# a" + " #" * 20_000 + " b", "#\n" * 20_000])
+def test_headings_are_read_in_linear_time(source):
+    import time
+
+    started = time.perf_counter()
+    feedback_page.headings(source * 5)
+    assert time.perf_counter() - started < 1
+
+
+def test_headings_read_as_the_pattern_they_replace_on_the_course_notebooks():
+    import re
+
+    import nbformat
+
+    from tests.test_course_layout import ROOT
+
+    old = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+    sources = [cell.source for path in ("source/sdpa/sdpa.ipynb", "source/sdpa_en/sdpa_en.ipynb")
+               for cell in nbformat.read(str(ROOT / path), as_version=4).cells if cell.cell_type == "markdown"]
+    sources += ["## Masks", "### Title ###", "# C# basics", "#Not a heading", "## Trailing   ", "### Closed #  "]
+    for source in sources:
+        assert feedback_page.headings(source) == old.findall(source), source
 
 
 def _as_generate_feedback():
