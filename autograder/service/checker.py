@@ -24,7 +24,7 @@ from ..i18n import _
 from ..notebook.editions import METADATA_KEY, language_of
 from ..notebook.submission import MAX_CELL_TAGS, MAX_SUBMISSION_BYTES, cell_with_bad_tags
 from .answer import answer
-from .policy import MAX_CELL_SOURCE_CHARS, MAX_CODE_CHARS, FairQueue
+from .policy import IPYTHON_LINE, MAX_CELL_SOURCE_CHARS, MAX_CODE_CHARS, MAX_IPYTHON_LINES, FairQueue
 
 CHECK_SUFFIX = "+check"
 CELL_METADATA = ("nbgrader", "tags")  # what grading reads of a cell's metadata
@@ -112,18 +112,24 @@ class Checker:
         if len(cells) > 2 * release_cells + 100:
             raise CheckRefused(_("这份笔记本有 {cells} 个单元格，发布的版本只有 {released} 个："
                                  "删掉多余的单元格再检查。").format(cells=len(cells), released=release_cells))
-        kept, code_chars = [], 0
+        kept, code_chars, ipython_lines = [], 0, 0
         for number, cell in enumerate(cells, 1):
             if not isinstance(cell, dict):
                 kept.append(cell)  # the grader says what is wrong with it
                 continue
             source = cell.get("source", "")
-            chars = len("".join(s for s in source if isinstance(s, str))) if isinstance(source, list) else \
-                len(source) if isinstance(source, str) else 0
+            text = "".join(s for s in source if isinstance(s, str)) if isinstance(source, list) else \
+                source if isinstance(source, str) else ""
+            chars = len(text)
             if chars > MAX_CELL_SOURCE_CHARS:
                 raise CheckRefused(_("第 {number} 个单元格有 {chars} 个字符，超过了检查允许的 {limit} 个："
                                      "缩短它再检查。").format(number=number, chars=chars, limit=MAX_CELL_SOURCE_CHARS))
-            code_chars += chars if cell.get("cell_type") == "code" else 0
+            if cell.get("cell_type") == "code":
+                code_chars += chars
+                ipython_lines += len(IPYTHON_LINE.findall(text))
+                if ipython_lines > MAX_IPYTHON_LINES:
+                    raise CheckRefused(_("这份笔记本有超过 {limit} 行 IPython 的特殊命令（以 %、! 开头，或以 ? 结尾）："
+                                         "删掉多余的再检查。").format(limit=MAX_IPYTHON_LINES))
             if code_chars > MAX_CODE_CHARS:
                 raise CheckRefused(_("这份笔记本的代码单元格一共超过 {limit} 个字符，比任何答案需要的都多："
                                      "删掉多余的代码再检查。").format(limit=MAX_CODE_CHARS))

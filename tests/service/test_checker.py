@@ -121,3 +121,19 @@ def test_more_code_in_all_than_any_answer_needs_is_refused(released):
     with pytest.raises(CheckRefused, match=f"more than {MAX_CODE_CHARS} characters"):
         with i18n.using("en"):
             Checker._readable(json.dumps(nb).encode(), len(nb["cells"]))
+
+
+def test_more_lines_ipython_rewrites_than_any_answer_needs_are_refused(released):
+    """Found by a red-team pass: IPython tokenizes a whole cell again after each line it rewrites (`x = !ls`,
+    `%magic`), twice on the trusted side: 100 such lines in a 100,000-character cell took 39 s."""
+    from autograder.service.policy import MAX_IPYTHON_LINES
+
+    nb = json.loads(_notebook(released, "correct-reference", "sdpa_en"))
+    honest = ["%timeit softmax(x)\n", "!pip list\n", "value = %time 1 + 1\n", "softmax?\n"]
+    nb["cells"].append({"cell_type": "code", "id": "magics", "metadata": {}, "outputs": [],
+                        "execution_count": None, "source": honest})
+    Checker._readable(json.dumps(nb).encode(), len(nb["cells"]))  # a few, as a student uses them
+    nb["cells"][-1]["source"] = "if False:\n" + "".join(f"    a{n} = !ls\n" for n in range(MAX_IPYTHON_LINES + 1))
+    with pytest.raises(CheckRefused, match=f"more than {MAX_IPYTHON_LINES} lines"):
+        with i18n.using("en"):
+            Checker._readable(json.dumps(nb).encode(), len(nb["cells"]))
