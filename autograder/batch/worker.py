@@ -122,6 +122,10 @@ class Grader:
         if pool is None and prewarm and uses_sandboxed_execute(self.app):
             self._start_pool()
         self.graded = 0
+        if prewarm:
+            from ..grading import reading_process
+
+            reading_process.start()  # imports the scan in its own process, beside the zygote's warm-up
 
     def _start_pool(self):
         """Runners forked from a warmed zygote (under bubblewrap), else pre-started ones."""

@@ -75,16 +75,17 @@ def review(sources: Iterable[str]) -> static_scan.ScanResult:
     return static_scan.scan(list(sources), GRADED_FUNCTIONS)
 
 
-def charge_forbidden(results: dict[str, PartResult], scan: static_scan.ScanResult,
+def charge_forbidden(results: dict[str, PartResult], forbidden: dict[str, list[static_scan.Finding]],
                      cell_numbers: Sequence[int]) -> None:
-    """Fail every check of a part whose functions statically reach a forbidden API.
+    """Fail every check of a part whose functions statically reach a forbidden API (`forbidden`: the scan's
+    findings reachable from each graded function).
 
     `cell_numbers` maps the scan's cell indices to notebook cell indices (for
     the message).  Checks that already failed keep their message and get the
     code added.
     """
     for part, result in results.items():
-        findings = [f for fn in PART_FUNCTIONS.get(part, ()) for f in scan.forbidden.get(fn, [])]
+        findings = [f for fn in PART_FUNCTIONS.get(part, ()) for f in forbidden.get(fn, [])]
         if not findings:
             continue
         codes = list(dict.fromkeys(f.code for f in findings))
@@ -264,8 +265,8 @@ def _scan_text(text: str) -> static_scan.ScanResult:
 def _parse_python(text):
     try:
         return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # it did not compile in the runner either
-        return None
+    except (SyntaxError, ValueError, RecursionError):  # it did not compile in the runner either (a MemoryError is
+        return None  # the reader's cap, not the code's: ``reading_process`` holds the notebook)
 
 
 @functools.lru_cache(maxsize=128)  # keyed by cells of up to 100,000 characters: 1,024 of them held a GiB
@@ -274,6 +275,8 @@ def _as_ipython_runs(source: str) -> str:
 
     try:
         return TransformerManager().transform_cell(source)
+    except MemoryError:  # the reader's cap (``reading_process``)
+        raise
     except Exception:  # noqa: BLE001 - IPython could not run it either
         return source
 

@@ -20,6 +20,8 @@ def parse_cell(source):
     try:
         tree = ast.parse(TransformerManager().transform_cell(source))
         return PythonMagics().visit(tree)
+    except MemoryError:  # the reader's cap, not the code: the runner may have read it (reading_process.py)
+        raise
     except Exception:  # SyntaxError, ValueError (NUL bytes), a transformer failing on odd input
         return None
 
@@ -37,6 +39,8 @@ class PythonMagics(ast.NodeTransformer):
             return node
         try:
             body = ast.parse(TransformerManager().transform_cell(call.args[-1].value))
+        except MemoryError:
+            raise
         except Exception:
             return node
         ast.increment_lineno(body, node.lineno if cell else node.lineno - 1)

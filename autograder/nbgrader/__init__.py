@@ -108,6 +108,9 @@ def configure(c: Any) -> None:
         from .warm import before_first_grading
 
         before_first_grading()  # while the zygote warms up, what the first submission would import on its way
+        from ..grading import reading_process
+
+        reading_process.start()  # the process that reads each submission's code, warming up beside it
 
 
 def _regrade_unfinished(c: Any) -> None:

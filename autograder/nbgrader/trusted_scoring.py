@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import html
 import logging
-import re
 import sys
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool
+from traitlets import Bool, Float, Integer
 
 from ..i18n import _, using
 from ..notebook.cells import (
@@ -51,19 +50,6 @@ def _locate_events(nb, positions, events, info):
         log.warning("%s/%s: %s", info.get("student"), info.get("notebook"), event)
 
 
-def _cell_of(request, nb, positions, student_cells):
-    """The notebook cell a run-time report points to: the cell that was running, or for a check's call of a
-    student function, the student cell that defines it (else the first student cell)."""
-    kind, what = request if len(request) == 2 else (None, None)
-    if kind == "cell" and isinstance(what, int) and 0 <= what < len(positions):
-        return positions[what]
-    # [ \t], not \s: `^\s*` retried over every line of a run of blank lines (quadratic: a red-team check of
-    # 318,000 blank characters held the grader 108 s)
-    definition = re.compile(rf"^[ \t]*def[ \t]+{re.escape(str(what))}[ \t]*\(", re.M)
-    return next((i for i in student_cells if definition.search(nb.cells[i].source)),
-                student_cells[0] if student_cells else 0)
-
-
 class TrustedScoring(NbGraderPreprocessor):
     """Score grade cells from the session's results; no student code runs here."""
 
@@ -73,6 +59,14 @@ class TrustedScoring(NbGraderPreprocessor):
         "and dtype checks) keeps its points, provided the helper's own part charged that misconception at least "
         "as much as it charges an honest holder of it (see autograder/grading/composition.py). False: strict "
         "end-to-end grading, every part compared with PyTorch alone.")).tag(config=True)
+    reading_seconds = Float(30.0, help=(
+        "Wall-clock seconds the grader may spend reading a submission's code (the static scan, IPython's "
+        "rewriting, what the runners compiled at run time), in a child process: past them the reading stops and "
+        "the notebook's points wait for a person (autograder/grading/reading_process.py).  An honest notebook "
+        "takes well under a second.")).tag(config=True)
+    reading_memory_mib = Integer(2048, help=(
+        "Memory (MiB) that reading a submission's code may take, in its child process: past it, as past "
+        "reading_seconds.")).tag(config=True)
 
     def preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         # Every message of this notebook's feedback in its edition's language.
@@ -82,7 +76,7 @@ class TrustedScoring(NbGraderPreprocessor):
     def _preprocess(self, nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
         # The grading engine (torch, the checks) loads with the first notebook graded, not with every
         # nbgrader command that reads nbgrader_config.py (a student's fetch or submit, feedback, export).
-        from ..grading import code_review, feedback, record
+        from ..grading import code_review, feedback, reading_process, record
         from ..grading.hidden_checks import run_checks
 
         state = Shared.get(resources, EXECUTION)
@@ -97,22 +91,18 @@ class TrustedScoring(NbGraderPreprocessor):
                                           "charge_once": self.charge_each_mistake_once})
         finally:
             state.close()
-        # The student's own code, read here: forbidden APIs cost points whatever the runner reported.
+        # The student's own code, read by the trusted side in a child process within a budget: forbidden APIs
+        # cost points whatever the runner reported, and what the runners compiled at run time and the notebook
+        # does not show is read with the same scan.
         cells = student_code_cells(nb)
-        scan = code_review.review(nb.cells[i].source for i in cells)
-        code_review.charge_forbidden(results, scan, cells)
-        located = {}  # request -> cell: up to thousands of run-time texts ask for the same few requests
-
-        def cell_of(request):
-            key = repr(request)
-            if key not in located:
-                located[key] = _cell_of(request, nb, state.positions, cells)
-            return located[key]
-
-        # What the runners compiled at run time and the notebook does not show is read with the same scan; a
-        # helper's difference no known misconception explains is left to a person too.
-        review = code_review.review_notes(scan, cells) + code_review.runtime_notes(
-            session.compiled, session.cells, cell_of) + feedback.unexplained_notes(results, cell_of)
+        sources = [nb.cells[i].source for i in cells]
+        reading = reading_process.read(
+            reading_process.CodeToRead(sources, cells, list(session.cells), list(state.positions), session.compiled),
+            self.reading_seconds, self.reading_memory_mib)
+        code_review.charge_forbidden(results, reading.forbidden, cells)
+        # A helper's difference no known misconception explains is left to a person too.
+        review = reading.notes + feedback.unexplained_notes(
+            results, lambda request: reading_process.cell_of(request, state.positions, cells, sources))
         held = code_review.held_parts(results, review)
         _locate_events(nb, state.positions, session.events, info)
         for note in review:

@@ -32,7 +32,7 @@ def test_hand_written_code_is_not_charged():
     scan = code_review.review([HAND_SOFTMAX])
     assert all(not findings for findings in scan.forbidden.values())
     results = _results()
-    code_review.charge_forbidden(results, scan, [4])
+    code_review.charge_forbidden(results, scan.forbidden, [4])
     assert [c.points for c in results["softmax"].checks] == [2.0, 0.0]
     assert code_review.review_notes(scan, [4]) == []
 
@@ -41,7 +41,7 @@ def test_a_builtin_softmax_costs_every_part_that_calls_it():
     scan = code_review.review(["x = 1", BUILTIN_SOFTMAX])
     assert [f.code for f in scan.forbidden["softmax"]] == ["softmax-builtin"]
     results = _results()
-    code_review.charge_forbidden(results, scan, [3, 7])  # scan cell 1 is notebook cell 7
+    code_review.charge_forbidden(results, scan.forbidden, [3, 7])  # scan cell 1 is notebook cell 7
     for part in ("softmax", "device_dtype"):  # device_dtype calls softmax too
         passed, failed = results[part].checks
         assert (passed.passed, passed.points, passed.codes) == (False, 0.0, ["softmax-builtin"])
@@ -58,8 +58,8 @@ def test_a_builtin_softmax_costs_every_part_that_calls_it():
 def test_charging_twice_adds_no_code_twice():
     scan = code_review.review([BUILTIN_SOFTMAX])
     results = _results()
-    code_review.charge_forbidden(results, scan, [0])
-    code_review.charge_forbidden(results, scan, [0])
+    code_review.charge_forbidden(results, scan.forbidden, [0])
+    code_review.charge_forbidden(results, scan.forbidden, [0])
     assert [c.codes for c in results["softmax"].checks] == [["softmax-builtin"],
                                                             ["softmax-wrong-dim", "softmax-builtin"]]
 
@@ -67,7 +67,7 @@ def test_charging_twice_adds_no_code_twice():
 def test_tampering_is_flagged_charges_nothing_and_holds_every_part_that_earned():
     scan = code_review.review([HAND_SOFTMAX, GC_WALK])
     results = _results()
-    code_review.charge_forbidden(results, scan, [2, 9])
+    code_review.charge_forbidden(results, scan.forbidden, [2, 9])
     assert [c.points for c in results["softmax"].checks] == [2.0, 0.0]
     notes = code_review.review_notes(scan, [2, 9])
     assert notes and all(n["cell"] == 9 and n["category"] == "introspection" for n in notes)

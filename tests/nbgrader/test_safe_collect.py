@@ -151,3 +151,26 @@ def test_a_file_changed_while_collect_reads_it_dates_the_submission(tmp_path, mo
     dated = datetime.strptime((tmp_path / "copy" / "timestamp.txt").read_text(), FORMAT).replace(tzinfo=timezone.utc)
     assert first and after > before + 1
     assert abs(dated - datetime.fromtimestamp(after, timezone.utc)) < timedelta(seconds=0.01), (dated, before, after)
+
+
+def test_a_long_time_in_a_planted_name_is_refused_without_parsing_it(monkeypatch):
+    """A name's time longer than any timestamp format writes never reaches dateutil (milliseconds a name)."""
+    from types import SimpleNamespace
+
+    from autograder.nbgrader import safe_collect
+
+    parsed = []
+    monkeypatch.setattr(safe_collect, "parse_utc", lambda text: parsed.append(text) or datetime(2026, 1, 1))
+    collect = safe_collect.SafeCollect.__new__(safe_collect.SafeCollect)
+    errors = []
+    monkeypatch.setattr(safe_collect.SafeCollect, "log", SimpleNamespace(error=lambda *a: errors.append(a)),
+                        raising=False)
+    monkeypatch.setattr(safe_collect.SafeCollect, "coursedir",
+                        SimpleNamespace(assignment_id="sdpa", student_id=""), raising=False)
+    collect.inbound_path = "/nonexistent-inbox"
+    long_time = "2026-01-01 " + "0" * (safe_collect.MAX_TIME_CHARS - 10)
+    assert collect._record(f"{ME}+sdpa+{long_time}+x") is None
+    assert parsed == [] and "cannot be read" in errors[0][0]
+    ordinary = datetime(2026, 1, 1).strftime(FORMAT)
+    collect._record(f"{ME}+sdpa+{ordinary}+x")  # refused later (no such folder), but its time was read
+    assert parsed == [ordinary]

@@ -178,3 +178,17 @@ def test_the_lessons_own_check_errors_show_their_message_without_a_class_name():
         assert shown.text == "可见检查未通过 — mask 为 False 的位置应变成 -inf\n"
     other = _as_plain({"output_type": "error", "ename": "AssertionError", "evalue": "x"}, False)
     assert other.text == "可见检查未通过 — AssertionError: x\n"
+
+
+@pytest.mark.parametrize("budget, held", [(0.0, True), (30.0, False)])
+def test_a_reading_past_its_budget_holds_every_part_and_says_so(budget, held):
+    """Reading the code (``reading_process``) that does not finish within the course's budget holds the
+    notebook for a person, with a note that says why; the same notebook read within it is graded."""
+    nb = _notebook(HAND_SOFTMAX)
+    session = FakeSession(reference_namespace())
+    resources = {"nbgrader": dict(INFO), EXECUTION: Shared(ExecutionState(session, positions=[1, 2, 3, 4]))}
+    nb, resources = TrustedScoring(reading_seconds=budget).preprocess(nb, resources)
+    report = json.loads(resources["outputs"][record.filename("sdpa")])
+    assert report["held"] == (["softmax-check", "scale_scores-check"] if held else [])
+    unfinished = [note for note in report["review"] if "没能读完你的代码" in note["detail"]]
+    assert [note["holds"] for note in unfinished] == ([True] if held else [])
