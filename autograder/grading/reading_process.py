@@ -200,7 +200,11 @@ class _Server:
                     self.kill()
                     raise _Failed("its reply was too long")
                 need += size
-        return pickle.loads(data[_LENGTH.size:])  # noqa: S301 - from our own process, never the student's
+        try:
+            return pickle.loads(data[_LENGTH.size:])  # noqa: S301 - from our own process, never the student's
+        except Exception as exc:  # noqa: BLE001 - a reply cut short by a child that died while writing it
+            self.kill()
+            raise _Failed(f"its reply could not be read: {type(exc).__name__}") from None
 
     def kill(self) -> None:
         if self.owner != os.getpid():  # a forked process's copy of its parent's server: not its own to end
@@ -274,7 +278,19 @@ def _serve() -> None:
         pid = os.fork()
         if pid == 0:
             _child(code, memory, seconds, fd_out)
-        os.waitpid(pid, 0)  # a child that died without a reply leaves the grader to its wall clock
+        _pid, status = os.waitpid(pid, 0)
+        if status != 0:  # it wrote no reply (a child that replied exits 0): the grader need not wait its budget
+            with using(code.language):
+                _write_all(fd_out, _frame(_("读代码的进程出错了（{error}）").format(error=_exit_text(status))))
+
+
+def _exit_text(status: int) -> str:
+    if not os.WIFSIGNALED(status):
+        return f"exit {os.WEXITSTATUS(status)}"
+    try:
+        return signal.Signals(os.WTERMSIG(status)).name
+    except ValueError:
+        return f"signal {os.WTERMSIG(status)}"
 
 
 def _child(code: CodeToRead, memory: int, seconds: float, fd_out: int) -> None:

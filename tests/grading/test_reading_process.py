@@ -2,7 +2,11 @@
 concludes what reading in the grading process concluded, and whatever the code, the grader waits for it no
 longer than its wall-clock budget and lets it take no more than its memory cap; past either, one note holds the
 notebook for a person."""
+import os
+import signal
+import threading
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -107,10 +111,35 @@ def test_a_reading_past_its_memory_cap_holds():
     assert reading_process.read(_code([SOFTMAX_BUILTIN])).complete
 
 
-def test_a_reading_server_that_dies_is_replaced():
+@pytest.mark.parametrize("how", ["stopped", "killed"])
+def test_a_reading_server_that_is_gone_is_replaced(how):
     _ready()
-    reading_process.stop()
+    if how == "stopped":
+        reading_process.stop()
+    else:
+        os.kill(reading_process._SERVER.proc.pid, signal.SIGKILL)
+        reading_process._SERVER.proc.wait()
     assert reading_process.read(_code([SOFTMAX_BUILTIN])).forbidden["softmax"]
+
+
+def test_a_child_that_dies_holds_at_once():
+    """A reading child that dies (here killed from outside) holds the notebook without waiting out the budget."""
+    _ready()
+    server = reading_process._SERVER.proc.pid
+    done = []
+    reader = threading.Thread(target=lambda: done.append(reading_process.read(
+        _code(["x = !ls\n" * 400 + "y = 1\n" * 40000], language="en"), seconds=20)))
+    started = time.monotonic()
+    reader.start()
+    children = []
+    while not children and time.monotonic() - started < 5:
+        time.sleep(0.05)
+        children = Path(f"/proc/{server}/task/{server}/children").read_text().split()
+    assert children, "the server forked no child for the reading"
+    os.kill(int(children[0]), signal.SIGKILL)
+    reader.join(10)
+    assert done and time.monotonic() - started < 10
+    assert not done[0].complete and "SIGKILL" in done[0].notes[0]["detail"] and done[0].notes[0]["holds"]
 
 
 def test_the_cell_a_report_points_to():
