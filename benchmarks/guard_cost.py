@@ -14,7 +14,9 @@ alternate, and the fastest pass of each kind is kept.
 
 Trusted side: a sandboxed session runs the same notebook and the grader reads what it reported
 (``code_review.runtime_notes``); a second session then shows what every later submission of a grading
-process costs (the installation's files are read once per process).
+process costs (the installation's files are read once per process).  Last, the whole reading of that
+submission (the scan and the texts) in the grading process and, as grading does it, in a child process of
+the reading server (``autograder/grading/reading_process.py``).
 
     python -m benchmarks guard-cost [--passes 5] [--rounds 4] [--notebook solutions/sdpa_solution.ipynb]
 """
@@ -89,8 +91,9 @@ def _course_cells(notebook):
 
 def _trusted(sources, provided, demo):
     """Seconds of ``code_review.runtime_notes`` for the first and the second of two sessions on the notebook
-    (the second as every later submission of a grading process), and how many texts the second reported."""
-    from autograder.grading import code_review
+    (the second as every later submission of a grading process), how many texts the second reported, and the
+    whole reading of the second (``reading_process``: the scan and those texts) here and in its child process."""
+    from autograder.grading import code_review, reading_process
     from autograder.sandbox.session import StudentSession
 
     timed = []
@@ -101,7 +104,19 @@ def _trusted(sources, provided, demo):
         started = time.perf_counter()
         code_review.runtime_notes(compiled, sources, lambda request: 0)
         timed.append(time.perf_counter() - started)
-    return timed[0], timed[1], len(compiled.texts)
+    positions = list(range(len(sources)))
+    student = [i for i in positions if i not in provided]
+    code = reading_process.CodeToRead([sources[i] for i in student], student, sources, positions, compiled)
+    reading_process.read(code)  # the reading server's start and imports: once per grading process
+    readings = {}
+    for where, read in (("here", reading_process.read_here), ("child", reading_process.read)):
+        best = []
+        for _ in range(5):
+            started = time.perf_counter()
+            read(code)
+            best.append(time.perf_counter() - started)
+        readings[where] = min(best)
+    return timed[0], timed[1], len(compiled.texts), readings
 
 
 def run(args) -> int:
@@ -116,11 +131,13 @@ def run(args) -> int:
                 return 1
             fastest[mode].append(min(result["seconds"]))
     fast, slow = min(fastest["plain"]), min(fastest["guarded"])
-    first, later, texts = _trusted(sources, provided, demo)
+    first, later, texts, readings = _trusted(sources, provided, demo)
     print(f"runner, {args.notebook}'s code cells ({len(skip)} demonstration cells left out), fastest pass of "
           f"{args.rounds} processes x {args.passes} passes each:")
     share = 100 * (slow / fast - 1)
     print(f"  without guards {fast:.3f} s, guarded {slow:.3f} s: {slow - fast:+.3f} s ({share:+.1f}%)")
     print(f"grader, reading the {texts} texts the runner reported: {later:.3f} s per submission "
           f"({first:.2f} s for the first of a grading process)")
+    print(f"grader, the whole reading of the code (scan and texts), fastest of 5: {readings['here']:.3f} s in the "
+          f"grading process, {readings['child']:.3f} s in a child of the reading server")
     return 0
