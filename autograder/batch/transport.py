@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import IO, Any, Optional
+from typing import IO, Any, Optional, Union
 
 from ..sandbox.guest import wire
 from .coursedir import CourseError
@@ -50,11 +50,12 @@ def serve_stdio() -> None:
     os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
-    grader = None
+    graders: dict[str, Grader] = {}
     try:
         try:
-            bundle = recv_frame(proto_in)
-            grader = Grader(bundle, prewarm=True)
+            received = recv_frame(proto_in)
+            for bundle in received if isinstance(received, list) else [received]:
+                graders[bundle["assignment"]] = Grader(bundle, prewarm=True)
         except EOFError:
             return
         except Exception as exc:  # noqa: BLE001
@@ -66,16 +67,20 @@ def serve_stdio() -> None:
                 task = recv_frame(proto_in)
             except EOFError:
                 return
-            send_frame(proto_out, ("result", grader.grade(task)))
+            # one bundle: its grader; several (the check service's assignments): the one the task names
+            grader = graders.get(task.get("assignment")) if len(graders) > 1 else next(iter(graders.values()))
+            send_frame(proto_out, ("result", grader.grade(task) if grader is not None else failure_result(
+                task["student"], f"no grader for the assignment {task.get('assignment')!r}")))
     finally:
-        if grader is not None:
+        for grader in graders.values():
             grader.close()
 
 
 class ProcessGrader:
-    """A ``--serve`` grading process, used from dask workers (daemonic: no multiprocessing there)."""
+    """A ``--serve`` grading process, used from dask workers (daemonic: no multiprocessing there) and by the
+    check service (`bundle`: a list, one grader per assignment, a task's "assignment" picks it)."""
 
-    def __init__(self, bundle: dict) -> None:
+    def __init__(self, bundle: Union[dict, list]) -> None:
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])  # the directory holding `autograder`
         env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

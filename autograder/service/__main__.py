@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 from ..notebook.editions import EDITIONS
 from .app import GRADER_SECONDS_PER_HOUR, Settings, make_app
-from .checker import Checker
+from .checker import CHECK_SECONDS, Checker
 from .http_bounds import BODY_SECONDS, IDLE_CONNECTION_SECONDS, MAX_REQUEST_BYTES, BoundedHTTPServer, most_connections
 from .records import DIRECTORY, FILENAME, Records, default_path
 
@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-hour", type=int, default=10, help="checks a student may run in any hour")
     parser.add_argument("--grader-seconds-per-hour", type=float, default=GRADER_SECONDS_PER_HOUR,
                         help="grader time a student's checks may take in any hour (default %(default)g)")
+    parser.add_argument("--check-seconds", type=float, default=CHECK_SECONDS,
+                        help="wall-clock seconds one check may take before its grading stops (default %(default)g)")
     parser.add_argument("--show-points", action="store_true", help="show each part's points in the answer")
     parser.add_argument("--allow-after-due", action="store_true", help="keep checks open past the due date")
     parser.add_argument("--instructor-group", default="instructors", help="hub group whose members read all records")
@@ -34,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nbgrader-arg", action="append", default=[], help="passed to the course's grader")
     args = parser.parse_args(argv)
     assignments = args.assignment or list(EDITIONS)
-    checker = Checker(args.course, assignments, args.nbgrader_arg, say=lambda line: print(line, file=sys.stderr))
+    checker = Checker(args.course, assignments, args.nbgrader_arg, say=lambda line: print(line, file=sys.stderr),
+                      check_seconds=args.check_seconds)
     settings = Settings(args.per_hour, args.show_points, args.allow_after_due, args.instructor_group,
                         due=_due_dates(checker, assignments), seconds_per_hour=args.grader_seconds_per_hour)
     records = Records(args.records or default_path(args.course))

@@ -98,10 +98,10 @@ class _Handler(HubOAuthenticated, web.RequestHandler):
         return bool(user.get("admin")) or self.policy.instructor_group in (user.get("groups") or [])
 
     def assignment(self, value: Any) -> str:
-        if not isinstance(value, str) or value not in self.checker.graders:
+        if not isinstance(value, str) or value not in self.checker.bundles:
             with self.speaking(value):
                 raise web.HTTPError(400, _("这里能检查的作业是：{assignments}").format(
-                    assignments=", ".join(self.checker.graders)))
+                    assignments=", ".join(self.checker.bundles)))
         return value
 
 
@@ -157,7 +157,7 @@ class CheckHandler(_Handler):
             self._arrived()            # send one to replace it): a slot held for nothing may not be free
             self.limit.count(student)
             assignment = self.get_argument("assignment", "")
-            self.records.add(student, assignment if assignment in self.checker.graders else "", "unfinished")
+            self.records.add(student, assignment if assignment in self.checker.bundles else "", "unfinished")
         super().on_connection_close()
 
     def data_received(self, chunk: bytes) -> None:

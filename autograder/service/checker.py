@@ -1,6 +1,11 @@
 """The check service's grader: the course's own `Grader` (stock nbgrader steps, sandbox, trusted scoring), kept
 warm per assignment, grading one notebook at a time from the `policy.FairQueue`.
 
+The graders live in a grading process of their own (``batch/transport.ProcessGrader``), never in the service's:
+what grading does on the trusted side with a student's notebook (nbconvert's steps, the reading of the code, the
+checks) then never holds the service's HTTP loop, and a check that takes longer than `CHECK_SECONDS` by the wall
+clock, whatever took the time, is stopped by killing that process; a fresh one is started and warmed for the next.
+
 Seeds: a check grades as student ``<name>+check``, so its random inputs are the same at every check of that
 student (the same code gets the same answer) but never those of the final grading: a check cannot show the
 inputs the grade will use, and correct code passes on every seed (``tests/grading/test_correct_for_every_seed``).
@@ -18,7 +23,8 @@ from typing import Any, Optional, Union
 from .. import i18n
 from ..batch.bundle import make_bundle
 from ..batch.coursedir import check_course, load_app
-from ..batch.worker import Grader, collector_paused, sandbox_or_refuse
+from ..batch.transport import ProcessGrader
+from ..batch.worker import collector_paused, sandbox_or_refuse
 from ..grading import record
 from ..i18n import _
 from ..notebook.editions import METADATA_KEY, language_of
@@ -27,6 +33,10 @@ from .answer import answer
 from .policy import IPYTHON_LINE, MAX_CELL_SOURCE_CHARS, MAX_CODE_CHARS, MAX_IPYTHON_LINES, FairQueue
 
 CHECK_SUFFIX = "+check"
+# A check's wall clock: the sandbox's budget for one submission (`SandboxedExecute.total_seconds`, 240 s) and the
+# reading of its code (`TrustedScoring.reading_seconds`, 30 s), with room for the rest of grading.
+CHECK_SECONDS = 300.0
+WARM_UP_SECONDS = 600.0  # a grader's first grading: imports, its zygote, the reference solution's timings
 CELL_METADATA = ("nbgrader", "tags")  # what grading reads of a cell's metadata
 NOTEBOOK_METADATA = ("kernelspec", "language_info", METADATA_KEY)  # ... and of the notebook's (its edition)
 
@@ -40,22 +50,25 @@ class Checker:
     """Warm graders for `assignments` of the course at `course`; `start()` serves `queue` on a thread."""
 
     def __init__(self, course: Union[str, os.PathLike], assignments: Iterable[str], extra: Sequence[str] = (),
-                 say: Callable[[str], None] = print) -> None:
+                 say: Callable[[str], None] = print, check_seconds: float = CHECK_SECONDS) -> None:
         with collector_paused():
             app = load_app(course, extra)
             self.assignments = list(assignments)
             for assignment in self.assignments:
                 check_course(app, assignment)
         sandbox_or_refuse(app, say)  # refuse to start without the sandbox, unless the course allows it
-        self.say = say
+        self.say, self.check_seconds = say, check_seconds
         self.course_app = app  # the course itself (its gradebook: due dates), not a grader's private copy
-        self.graders, self.releases, self.release_cells = {}, {}, {}
+        self.bundles, self.releases, self.release_cells = {}, {}, {}
         with collector_paused():
             for assignment in self.assignments:
                 bundle = make_bundle(app, assignment, extra)
+                self.bundles[assignment] = bundle
                 self.releases[assignment] = _release(bundle, assignment)
                 self.release_cells[assignment] = len(json.loads(self.releases[assignment] or b"{}").get("cells", []))
-                self.graders[assignment] = Grader(bundle)
+        # The graders load now (a course that cannot be graded stops the service here); they warm up on the
+        # worker's thread (`start`).
+        self.process: Optional[ProcessGrader] = self._start_process()
         self.queue = FairQueue(int(os.environ.get("SDPA_CHECK_QUEUE", "64")))
         self.results: dict[tuple[str, str], dict[str, Any]] = {}  # (student, assignment) -> latest reply
         self._done = threading.Condition()
@@ -64,20 +77,55 @@ class Checker:
 
     def grade(self, student: str, assignment: str, notebook: bytes, show_points: bool = False) -> dict[str, Any]:
         """Grade one notebook now (the queue's worker calls this); the answer, or CheckRefused."""
-        if assignment not in self.graders:
-            raise CheckRefused(_("这里能检查的作业是：{assignments}").format(assignments=", ".join(self.graders)))
+        if assignment not in self.bundles:
+            raise CheckRefused(_("这里能检查的作业是：{assignments}").format(assignments=", ".join(self.bundles)))
         with i18n.using(language_of(assignment)):
             notebook = self._readable(notebook, self.release_cells[assignment])
+            process = self._grading_process()
             started = time.perf_counter()
-            result = self.graders[assignment].grade({"student": student + CHECK_SUFFIX, "more": True,
-                                                     "files": {f"{assignment}.ipynb": (notebook, 0o644)}})
-            if not result.get("ok"):
-                failure = result.get("failure") or {}
+            result = process.grade({"student": student + CHECK_SUFFIX, "assignment": assignment, "more": True,
+                                    "files": {f"{assignment}.ipynb": (notebook, 0o644)}}, self.check_seconds)
+            seconds = time.perf_counter() - started
+            if not process.alive():  # stopped past the wall clock, or it died: the next check gets a fresh one
+                self.process = None
+                logging.getLogger(__name__).error("the check of %s stopped its grading process after %.1f s: %s",
+                                                  student, seconds, ((result or {}).get("failure") or {}).get("reason"))
+                raise CheckRefused(_("这次检查用了 {seconds:.0f} 秒还没评完，评分停了下来：检查你的代码里有没有"
+                                     "死循环或很慢的部分，再检查一次。").format(seconds=seconds)
+                                   if seconds >= self.check_seconds else
+                                   _("评分程序出错了（{error}）；请告诉老师。").format(error="grading process"))
+            if not result or not result.get("ok"):
+                failure = (result or {}).get("failure") or {}
                 raise CheckRefused(_("这份笔记本没法评分：{reason}").format(reason=failure.get("reason", "?")))
         graded = json.loads(result["files"][record.filename(assignment)][0])
         reply = answer(graded, show_points)
-        reply["seconds"] = round(time.perf_counter() - started, 2)
+        reply["seconds"] = round(seconds, 2)
         return reply
+
+    def _start_process(self) -> ProcessGrader:
+        return ProcessGrader([self.bundles[assignment] for assignment in self.assignments])
+
+    def _grading_process(self) -> ProcessGrader:
+        """The process holding the graders; a fresh one, warmed, when the last one was stopped."""
+        if self.process is None or not self.process.alive():
+            if self.process is not None:
+                self.process.kill()
+            self.process = self._start_process()
+            self._warm(self.process)
+        return self.process
+
+    def _warm(self, process: ProcessGrader) -> None:
+        """The first grading of each assignment warms its grader (imports, the zygote, the reference timings):
+        done on the released notebook, it is not a student's first check that waits for it."""
+        started = time.perf_counter()
+        for assignment, notebook in self.releases.items():
+            if notebook and not self._stop.is_set():
+                result = process.grade({"student": "warm-up", "assignment": assignment, "more": True,
+                                        "files": {f"{assignment}.ipynb": (notebook, 0o644)}}, WARM_UP_SECONDS)
+                if not (result or {}).get("ok"):  # a check would meet the same failure and say it
+                    logging.getLogger(__name__).error("warming the grader of %s failed: %s", assignment,
+                                                      ((result or {}).get("failure") or {}).get("reason"))
+        self.say(f"graders warm after {time.perf_counter() - started:.1f} s")
 
     def grading_for(self, student: str) -> bool:
         """Whether the worker holds `student`'s check now (its grader time not yet charged)."""
@@ -151,16 +199,8 @@ class Checker:
         self._thread.start()
 
     def _serve(self) -> None:
-        # The first grading of each assignment warms its grader (imports, the zygote, the reference timings):
-        # done here on the released notebook, it is not a student's first check that waits for it.
-        started = time.perf_counter()
-        for assignment, notebook in self.releases.items():
-            if notebook and not self._stop.is_set():
-                try:
-                    self.grade("warm-up", assignment, notebook)
-                except Exception:  # noqa: BLE001 - a check would meet the same failure and say it
-                    logging.getLogger(__name__).exception("warming the grader of %s failed", assignment)
-        self.say(f"graders warm after {time.perf_counter() - started:.1f} s")
+        if self.process is not None and self.process.alive():
+            self._warm(self.process)
         while not self._stop.is_set():
             job = self.queue.get(timeout=0.5)
             if job is None:
@@ -192,8 +232,8 @@ class Checker:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
-        for grader in self.graders.values():
-            grader.close()
+        if self.process is not None:
+            self.process.kill()  # its graders' sandboxes die with it (bwrap --die-with-parent)
 
 
 def _release(bundle: dict, assignment: str) -> bytes:

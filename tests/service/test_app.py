@@ -394,3 +394,32 @@ def test_connections_beyond_the_bound_are_closed_at_once_and_the_others_served()
     for conn in [*held, extra]:
         conn.close()
     assert most_connections() >= 64
+
+
+def test_a_check_past_its_wall_clock_is_stopped_the_service_answering_meanwhile(released, tmp_path):
+    """Grading runs in a process of its own: a check that takes longer than `--check-seconds`, whatever takes the
+    time, is stopped and told why in its language; the service answers other requests all along, and the next
+    check gets a fresh grader."""
+    import time
+
+    running = LocalService(released, USERS, tmp_path, ["--per-hour", "10", "--check-seconds", "4",
+                                                       *[f"--nbgrader-arg={a}" for a in FAST_LIMITS]])
+    try:
+        slow = _notebook(released, "correct-reference")
+        for _ in range(6):  # the sandbox stops each after a few seconds (an added cell's time floor)
+            slow["cells"].append(nbformat.v4.new_code_cell("while True:\n    pass"))
+        assert running.call("/check", "tok-alice", {"assignment": "sdpa", "notebook": slow})[0] == 202
+        while running.call("/check?assignment=sdpa", "tok-alice")[1].get("state") != "grading":
+            time.sleep(0.05)
+        asked = time.monotonic()
+        assert running.call("/labels?assignment=sdpa", "tok-bob")[0] == 200
+        assert time.monotonic() - asked < 1.0
+        stopped = running.answer("tok-alice", "sdpa")
+        assert stopped["state"] == "refused" and "用了 4 秒还没评完" in stopped["message"], stopped
+        assert 4 <= stopped["seconds"] < 8, stopped  # charged as grader time: the wall clock, not the sandbox's
+        fixed = _notebook(released, "correct-reference")
+        assert running.call("/check", "tok-bob", {"assignment": "sdpa", "notebook": fixed})[0] == 202
+        assert running.answer("tok-bob", "sdpa", within_s=180)["passes"]
+        assert "stopped its grading process after" in running.log.read_text(errors="replace")
+    finally:
+        running.close()
