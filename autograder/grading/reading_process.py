@@ -170,18 +170,27 @@ class _Server:
                 raise _Failed("the reading server did not start")
             self.ready = True
             deadline = time.monotonic() + seconds
+        self._send(_frame((code, memory_mib * 2**20, seconds)), deadline)
+        return self._receive(deadline)
+
+    def _send(self, data: bytes, deadline: float) -> None:
+        """Write the request by the wall clock too: a server that stops reading is killed."""
+        fd, view = self.proc.stdin.fileno(), memoryview(data)
         try:
-            self.proc.stdin.write(_frame((code, memory_mib * 2**20, seconds)))
-            self.proc.stdin.flush()
-        except (OSError, ValueError) as exc:
+            while view:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([], [fd], [], left)[1]:
+                    self.kill()
+                    raise _Overrun()
+                view = view[os.write(fd, view[:2**16]):]
+        except OSError as exc:
             self.kill()
             raise _Failed(type(exc).__name__) from None
-        return self._receive(deadline)
 
     def _receive(self, deadline: float):
         """One framed reply, read by the wall clock: past `deadline`, or from a server that died, the server is
         killed (with the child reading) and the caller told."""
-        data = b""
+        data = bytearray()
         need = _LENGTH.size
         fd = self.proc.stdout.fileno()
         while len(data) < need:
@@ -195,7 +204,7 @@ class _Server:
                 raise _Failed("the reading process ended")
             data += chunk
             if need == _LENGTH.size and len(data) == need:
-                (size,) = _LENGTH.unpack(data)
+                (size,) = _LENGTH.unpack(bytes(data))
                 if size > MAX_REPLY_BYTES:
                     self.kill()
                     raise _Failed("its reply was too long")
@@ -240,13 +249,13 @@ def _frame(obj) -> bytes:
 
 
 def _read_exact(fd: int, size: int) -> bytes:
-    data = b""
+    data = bytearray()
     while len(data) < size:
         chunk = os.read(fd, min(size - len(data), 2**20))
         if not chunk:
             raise EOFError
         data += chunk
-    return data
+    return bytes(data)
 
 
 def _write_all(fd: int, data: bytes) -> None:
