@@ -13,7 +13,7 @@ import collections
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Optional
 
@@ -99,19 +99,25 @@ class RateLimit:
         with self._lock:
             self._window(student, now)[1].append((now, float(seconds)))
 
-    def seed(self, student: str, at: float, seconds: Optional[float]) -> None:
-        """Count a check made at `at` before this service started (from its record), so that a restart does not
-        give every student a fresh hour."""
+    def seed(self, checks: Iterable[tuple[str, float, Optional[float]]]) -> None:
+        """Count the checks (student, made at, grader seconds) made before this service started (from its
+        record), so that a restart does not give every student a fresh hour.  Each student's window is sorted
+        once (sorting it again per check took a red-team record of 48,000 rows 50 s, the service answering
+        nothing meanwhile)."""
         now = self.clock()
-        if not at > now - 3600:
-            return
         with self._lock:
-            seen, spent = self._window(student, now)
-            seen.append(at)
-            if self.seconds_per_hour is not None and seconds and seconds > 0:
-                spent.append((at, float(seconds)))
-            self._seen[student] = collections.deque(sorted(seen))
-            self._spent[student] = collections.deque(sorted(spent))
+            touched = set()
+            for student, at, seconds in checks:
+                if not at > now - 3600:
+                    continue
+                seen, spent = self._window(student, now)
+                seen.append(at)
+                if self.seconds_per_hour is not None and seconds and seconds > 0:
+                    spent.append((at, float(seconds)))
+                touched.add(student)
+            for student in touched:
+                self._seen[student] = collections.deque(sorted(self._seen[student]))
+                self._spent[student] = collections.deque(sorted(self._spent[student]))
 
     def grader_seconds(self, student: str) -> float:
         """The grader time `student`'s checks took in the last hour."""

@@ -423,3 +423,32 @@ def test_a_check_past_its_wall_clock_is_stopped_the_service_answering_meanwhile(
         assert "stopped its grading process after" in running.log.read_text(errors="replace")
     finally:
         running.close()
+
+
+def test_a_student_past_the_hour_sends_nothing_even_while_a_check_waits(released, tmp_path):
+    """Found by a red-team pass: a student at the limit whose check waited could open uploads (to replace it)
+    and leave them unfinished, thousands a minute, each recorded and counted (the record then took minutes to
+    read at the next start), and hold an upload slot each time."""
+    import time
+
+    running = LocalService(released, USERS, tmp_path, ["--per-hour", "1", *[f"--nbgrader-arg={a}" for a in FAST_LIMITS]])
+    try:
+        slow = _notebook(released, "correct-reference")
+        slow["cells"].append(nbformat.v4.new_code_cell("import time\ntime.sleep(4)"))
+        assert running.call("/check", "tok-carol", {"assignment": "sdpa", "notebook": slow})[0] == 202
+        while running.call("/check?assignment=sdpa", "tok-carol")[1].get("state") != "grading":
+            time.sleep(0.05)
+        fixed = _notebook(released, "correct-reference")
+        status, waiting = running.call("/check", "tok-alice", {"assignment": "sdpa", "notebook": fixed})
+        assert status == 202 and waiting["place"] == 1, waiting  # counted: alice's one check this hour
+        conn = _send_partly(running, "/check?assignment=sdpa", "tok-alice", 200_000)
+        try:
+            said = conn.recv(4096)
+        finally:
+            conn.close()
+        assert said.startswith(b"HTTP/1.1 429"), said[:200]
+        assert running.answer("tok-alice", "sdpa")["passes"]  # the waiting check is graded all the same
+        assert [c["outcome"] for c in running.call("/records/alice?assignment=sdpa", "tok-alice")[1]["checks"]] \
+            == ["answered"]
+    finally:
+        running.close()
