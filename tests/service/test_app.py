@@ -431,7 +431,8 @@ def test_a_student_past_the_hour_sends_nothing_even_while_a_check_waits(released
     read at the next start), and hold an upload slot each time."""
     import time
 
-    running = LocalService(released, USERS, tmp_path, ["--per-hour", "1", *[f"--nbgrader-arg={a}" for a in FAST_LIMITS]])
+    running = LocalService(released, USERS, tmp_path,
+                           ["--per-hour", "1", *[f"--nbgrader-arg={a}" for a in FAST_LIMITS]])
     try:
         slow = _notebook(released, "correct-reference")
         slow["cells"].append(nbformat.v4.new_code_cell("import time\ntime.sleep(4)"))
