@@ -34,21 +34,22 @@ class CompiledTexts:
 
     def add(self, kind: object, blobs: Sequence[bytes], filename: object = None, sha256: object = None) -> None:
         data = blobs[0] if len(blobs) == 1 and isinstance(blobs[0], bytes) else None
-        if kind == "source" and data is not None and len(data) <= MAX_TEXT_BYTES:
-            digest = hashlib.blake2b(data, digest_size=16).digest()
-            if digest in self.texts:
-                return
-            text = _decoded(data)
-            if text is None:
+        if kind in ("source", "source-bytes") and data is not None and len(data) <= MAX_TEXT_BYTES:
+            texts = _decoded(data, as_bytes=kind == "source-bytes")
+            if not texts:
                 self._unreadable("a text compiled at run time in an encoding the grader cannot read")
-            elif len(self.texts) < MAX_TEXTS and self._bytes + len(data) <= MAX_TOTAL_BYTES:
-                self.texts[digest] = text
-                self.where[digest] = self.request
-                if isinstance(filename, str):
-                    self.filenames[digest] = filename[:4096]
-                self._bytes += len(data)
-            else:
-                self._unreadable("too many texts compiled at run time")
+            for text in texts:
+                digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+                if digest in self.texts:
+                    continue
+                if len(self.texts) < MAX_TEXTS and self._bytes + len(data) <= MAX_TOTAL_BYTES:
+                    self.texts[digest] = text
+                    self.where[digest] = self.request
+                    if isinstance(filename, str):
+                        self.filenames[digest] = filename[:4096]
+                    self._bytes += len(data)
+                else:
+                    self._unreadable("too many texts compiled at run time")
             return
         if kind == "cut":  # a long text, by its digest: the grader compares it with the file it names
             long = (filename, sha256, self.request)
@@ -68,14 +69,20 @@ class CompiledTexts:
             self.opaque.append((what, self.request))
 
 
-def _decoded(data: bytes) -> "str | None":
-    """The text as Python reads it: UTF-8 (with the surrogates a str may carry), or its coding cookie's."""
+def _decoded(data: bytes, as_bytes: bool) -> list[str]:
+    """The texts Python may have compiled: a str's own characters (sent as UTF-8, with the surrogates a str may
+    carry), whatever coding cookie they spell, and for bytes also what their cookie or BOM says.  The audit
+    event hands a str over as UTF-8 bytes too, so bytes that read otherwise by their cookie are read both ways
+    (reading only UTF-8 let `# coding: utf-7` bytes hide code from the grader: red team)."""
+    texts = []
     try:
-        return data.decode("utf-8", "surrogatepass")
+        texts.append(data.decode("utf-8", "surrogatepass"))
     except UnicodeDecodeError:
         pass
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError):
-        return None
+    if as_bytes:
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            texts.append(data.decode(encoding))
+        except (SyntaxError, LookupError, UnicodeDecodeError):
+            pass
+    return list(dict.fromkeys(texts))

@@ -55,8 +55,11 @@ def _frames(body: str, tmp_path) -> tuple[list[tuple[dict, bytes]], int]:
     return reports, status
 
 
+SOURCES = ("source", "source-bytes")  # a str's text, or bytes (which a str also arrives as: the audit event's)
+
+
 def _texts(reports):
-    return [data.decode() for kind, data in reports if kind == "source"]
+    return [data.decode() for kind, data in reports if kind in SOURCES]
 
 
 def test_text_run_by_any_route_is_reported_before_it_runs(tmp_path):
@@ -82,7 +85,7 @@ def test_ipython_cells_compile_as_text_and_their_trees_are_not_reported(tmp_path
         shell.run_cell("%time c + 2")
     ''', tmp_path)
     assert status == 0
-    assert [kind for kind, _ in reports if kind != "source"] == []
+    assert [kind for kind, _ in reports if kind not in SOURCES] == []
     assert any("c = 5" in t for t in _texts(reports))
 
 
@@ -336,3 +339,26 @@ def test_a_tripwire_name_of_many_parts_is_the_runners_and_costs_no_search(monkey
     assert time.perf_counter() - started < 0.1
     real = os.path.join(str(GUEST_DIR), code_review.TRIPWIRE_PREFIX + "torch.nn.functional.softmax")
     assert code_review._tripwire_name(real) == "torch.nn.functional.softmax"
+
+
+def test_a_text_is_read_in_the_encoding_python_compiled_it_in(tmp_path):
+    """Found by a red-team pass: bytes with `# coding: utf-7` were read as UTF-8, a line the scan could not
+    parse (so it read nothing), while the runner compiled hidden code from them.  The audit event hands a str's
+    text over as UTF-8 bytes too, and Python reads a str's characters whatever cookie they spell: bytes whose
+    cookie reads them otherwise than UTF-8 are read both ways."""
+    frames, status = _frames('''
+        import sys
+        sys.path.insert(0, ".")
+        open("helper_" + "mod.py", "wb").write(b"# coding: utf-7\\npass+AAo-import gc+AAo-objects = gc.get_objects()+AAo-")
+        import helper_mod
+        compile("# coding: utf-7\\nkept = '+AAo-'\\n", "<string>", "exec")
+    ''', tmp_path)
+    assert status == 0
+    compiled = CompiledTexts()
+    for header, data in frames:
+        compiled.add(header["kind"], [data], header.get("filename"), header.get("sha256"))
+    texts = list(compiled.texts.values())
+    assert "# coding: utf-7\npass\nimport gc\nobjects = gc.get_objects()\n" in texts, texts
+    assert "# coding: utf-7\nkept = '+AAo-'\n" in texts and "# coding: utf-7\nkept = '\n'\n" in texts, texts
+    notes = code_review.runtime_notes(compiled, [], lambda request: 0)
+    assert any("gc.get_objects" in n["detail"] and n["holds"] for n in notes), notes

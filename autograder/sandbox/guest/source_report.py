@@ -88,10 +88,10 @@ def install(stream) -> None:
     def hook(event, args):
         if event == "compile":
             source = args[0] if args else None
-            if type(source) is str_type:
-                data = source.encode("utf-8", "surrogatepass")
-            elif type(source) in (bytes_type, bytearray, memoryview):
-                data = bytes_type(source)
+            if type(source) is str_type:  # compiled as it is: a coding cookie in it means nothing
+                data, kind = source.encode("utf-8", "surrogatepass"), "source"
+            elif type(source) in (bytes_type, bytearray, memoryview):  # decoded as its cookie says
+                data, kind = bytes_type(source), "source-bytes"
             elif tree_from_ipython(getframe(1)):
                 return
             else:
@@ -107,7 +107,7 @@ def install(stream) -> None:
                         return
                     loaded.add(path)
             if len(data) <= MAX_TEXT_BYTES:
-                send("source", data, filename)
+                send(kind, data, filename)
             else:  # too long to send: its digest, which the grader compares with the file it names
                 send("cut", data[:1024], filename, sha256(data).hexdigest())
         elif event == "open":
