@@ -349,7 +349,8 @@ def test_a_text_is_read_in_the_encoding_python_compiled_it_in(tmp_path):
     frames, status = _frames('''
         import sys
         sys.path.insert(0, ".")
-        open("helper_" + "mod.py", "wb").write(b"# coding: utf-7\\npass+AAo-import gc+AAo-objects = gc.get_objects()+AAo-")
+        hidden = b"# coding: utf-7\\npass+AAo-import gc+AAo-objects = gc.get_objects()+AAo-"
+        open("helper_" + "mod.py", "wb").write(hidden)
         import helper_mod
         compile("# coding: utf-7\\nkept = '+AAo-'\\n", "<string>", "exec")
     ''', tmp_path)
