@@ -668,3 +668,59 @@ UNREADABLE.append(
     Sample("attack-mock-resolver-late-op", "attack", "lose", {"softmax": MOCK_RESOLVER_LATE_OP}, lose=SOFTMAX_PARTS,
            held=True, note="mock.patch resolves a built dotted name to an op registered later; patch.dict hides "
                            "the import from sys.modules"))
+
+
+# An eighth red-team pass: two ways to make the grader read other code than the runner ran.  First, a cell nested
+# deeper than the grader's recursion limit, compiled by a runner whose limit an earlier cell raised: the grader
+# could not parse it and skipped it in silence.  Second, bytes with a `# coding: utf-7` cookie, imported through
+# torch.hub: the grader read them as UTF-8, one line that does not parse.  Each rebuilt torch._refs' softmax under
+# another name (the tripwires know its code object by name) and scored 105/105 unheld; now what the grader cannot
+# parse holds, and bytes are read as their cookie says too.
+RAISED_RECURSION_LIMIT = "import sys\nsys.setrecursionlimit(20000)\n"
+_RENAMED_REFS = '''
+import types
+import torch
+import torch._refs as _refs
+
+_source = open(_refs.__file__).read() + "\\n_deep = " + "-" * 4000 + "1\\n"
+_found = [c for c in compile(_source, "<refs>", "exec").co_consts
+          if isinstance(c, types.CodeType) and c.co_name == "softmax"][0]
+_smx = types.FunctionType(_found.replace(co_name="smx", co_qualname="smx"), _refs.__dict__, "smx")
+
+
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_smx(x, dim, None), nan=0.0)
+
+_deep = ''' + "-" * 4000 + "1\n"
+_UTF7_MODULE = b"# coding: utf-7\npass+AAo-\n" + '''
+import types
+import torch
+import torch._refs as _refs
+
+_found = [c for c in compile(open(_refs.__file__).read(), "<refs>", "exec").co_consts
+          if isinstance(c, types.CodeType) and c.co_name == "softmax"][0]
+_smx = types.FunctionType(_found.replace(co_name="smx", co_qualname="smx"), _refs.__dict__, "smx")
+
+
+def helper():
+    return lambda x, dim=-1: torch.nan_to_num(_smx(x, dim, None), nan=0.0)
+'''.encode("utf-7")
+UTF7_HUB_MODULE = f'''
+import base64
+import pathlib
+import torch
+
+pathlib.Path("hubconf.p" + "y").write_bytes(base64.b64decode("{base64.b64encode(_UTF7_MODULE).decode()}"))
+_helper = torch.hub.load(".", "helper", source="local")
+
+
+def softmax(x, dim=-1):
+    return _helper(x, dim)
+'''
+UNREADABLE += [
+    Sample("attack-deep-nesting-renamed-refs", "attack", "lose", {"softmax": _RENAMED_REFS},
+           append=(RAISED_RECURSION_LIMIT,), lose=SOFTMAX_PARTS, held=True,
+           note="a cell nested past the grader's recursion limit, which an earlier cell raised for the runner"),
+    Sample("attack-utf7-hub-module", "attack", "lose", {"softmax": UTF7_HUB_MODULE}, lose=SOFTMAX_PARTS, held=True,
+           note="a module written as UTF-7 bytes and loaded by torch.hub: read as its cookie says, it holds"),
+]

@@ -263,10 +263,7 @@ def _scan_text(text: str) -> static_scan.ScanResult:
 
 
 def _parse_python(text):
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):  # it did not compile in the runner either (a MemoryError is
-        return None  # the reader's cap, not the code's: ``reading_process`` holds the notebook)
+    return ast.parse(text)  # what cannot be parsed here holds (`static_scan.scan`): the runner may have run it
 
 
 @functools.lru_cache(maxsize=128)  # keyed by cells of up to 100,000 characters: 1,024 of them held a GiB

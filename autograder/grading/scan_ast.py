@@ -14,16 +14,12 @@ SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.L
 
 
 def parse_cell(source):
-    """The cell as an AST (IPython syntax turned into Python), or None when it cannot be read."""
+    """The cell as an AST (IPython syntax turned into Python).  Raises what parsing raised: a cell the grader
+    cannot parse is not one the runner could not run (the runner's IPython keeps `__future__` flags and
+    transformers from earlier cells, and its recursion limit is the student's), so `static_scan` holds it."""
     if isinstance(source, list):  # a notebook's JSON may store a cell's source as lines
         source = "".join(source)
-    try:
-        tree = ast.parse(TransformerManager().transform_cell(source))
-        return PythonMagics().visit(tree)
-    except MemoryError:  # the reader's cap, not the code: the runner may have read it (reading_process.py)
-        raise
-    except Exception:  # SyntaxError, ValueError (NUL bytes), a transformer failing on odd input
-        return None
+    return PythonMagics().visit(ast.parse(TransformerManager().transform_cell(source)))
 
 
 class PythonMagics(ast.NodeTransformer):
@@ -37,12 +33,7 @@ class PythonMagics(ast.NodeTransformer):
         name, cell = call.args[0].value, call.func.attr == "run_cell_magic"
         if name not in PYTHON_MAGICS or len(call.args) < (3 if cell else 2) or (name == "capture" and not cell):
             return node
-        try:
-            body = ast.parse(TransformerManager().transform_cell(call.args[-1].value))
-        except MemoryError:
-            raise
-        except Exception:
-            return node
+        body = ast.parse(TransformerManager().transform_cell(call.args[-1].value))  # raises as `parse_cell`
         ast.increment_lineno(body, node.lineno if cell else node.lineno - 1)
         return self.visit(body).body
 

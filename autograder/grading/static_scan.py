@@ -116,12 +116,17 @@ def scan(sources: list[str], functions: Iterable[str], parse=parse_cell) -> Scan
     source (a cell, with IPython's syntax, by default) into a tree, or None."""
     trees, unparsable, unread = {}, [], None
     budget = MAX_SCANNED_CHARS
+    failed = []
     for index, source in enumerate(sources):
         budget -= len(source)
         if budget < 0:
             unread = index
             break
-        tree = parse(source)
+        try:
+            tree = parse(source)
+        except Exception as exc:  # noqa: BLE001 - SyntaxError, RecursionError, MemoryError (the parser's stack
+            tree = None           # or the reader's cap), a transformer failing on odd input: all hold
+            failed.append((index, exc))
         if tree is None:
             unparsable.append(index)
         else:
@@ -134,6 +139,14 @@ def scan(sources: list[str], functions: Iterable[str], parse=parse_cell) -> Scan
                 scanner.statement(stmt, conditional=False)
             except (RecursionError, ValueError, MemoryError):  # pathological code must not stop grading
                 scanner._add(stmt, "review", "dynamic-code", _("这一句过于复杂，静态检查无法读完"), None)
+    for index, exc in failed:
+        # What the grader cannot parse holds: the runner may have run it (an earlier cell's
+        # `sys.setrecursionlimit`, a `__future__` import, an IPython transformer), and a red-team notebook hid the
+        # built-in softmax in a cell nested past the grader's recursion limit.
+        line = getattr(exc, "lineno", None) if isinstance(exc, SyntaxError) else None
+        scanner.findings.append(Finding(index, line if isinstance(line, int) and line > 0 else 1, "review",
+                                        "dynamic-code", _("评分程序解析不了这段代码（{error}），没有读它").format(
+                                            error=type(exc).__name__), None))
     if unread is not None:
         scanner.findings.append(Finding(unread, 1, "review", "dynamic-code", _(
             "从这里起的代码超过了静态检查读的 {limit} 个字符，没有读").format(limit=MAX_SCANNED_CHARS), None))

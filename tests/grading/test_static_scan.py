@@ -1,8 +1,11 @@
 """Unit tests of the grader's static read of student code (`autograder/static_scan.py`)."""
+import ast
 import json
 import textwrap
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import catalogue
 from autograder.grading import static_scan
@@ -279,10 +282,44 @@ def test_cycles_terminate():
 
 # -- parsing ---------------------------------------------------------------------------
 
-def test_unparsable_cell_is_recorded_and_skipped():
-    result = scan(cells("def softmax(x:\n    return torch.softmax(x)", HAND_SOFTMAX), FUNCTIONS)
+def test_a_cell_the_grader_cannot_parse_holds():
+    """The runner's IPython may run what the grader cannot parse (a `__future__` flag or a transformer from an
+    earlier cell, the student's recursion limit): an unparsable cell is a holding note, pointing at its line."""
+    result = scan(cells("x = 1\ndef softmax(x:\n    return torch.softmax(x)", HAND_SOFTMAX), FUNCTIONS)
     assert result.unparsable == [0]
-    assert result.findings == []
+    assert [(f.cell, f.line, f.code) for f in result.held] == [(0, 2, "dynamic-code")]
+    assert "SyntaxError" in result.held[0].detail and result.forbidden["softmax"] == []
+
+
+# Code nested past the grader's recursion limit, which a runner with `sys.setrecursionlimit(20000)` compiled (a
+# red-team notebook hid the built-in softmax in such a cell, and read nothing held).
+DEEP = {
+    "unary": lambda n: "x = " + "-" * n + "1",
+    "attributes": lambda n: "x = a" + ".b" * n,
+    "subscripts": lambda n: "x = a" + "[0]" * n,
+    "sums": lambda n: "x = " + "+".join(["a"] * n),
+    "calls": lambda n: "x = f" + "()" * n,
+}
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(shape=st.sampled_from(sorted(DEEP)), depth=st.sampled_from([10, 1000, 4000, 20000]),
+       where=st.sampled_from(["cell", "magic"]))
+def test_what_the_grader_cannot_parse_is_held_whatever_its_shape(shape, depth, where):
+    code = DEEP[shape](depth)
+    source = code if where == "cell" else "%time " + code
+    try:
+        ast.parse(code)
+        parses = True
+    except (SyntaxError, RecursionError, MemoryError):
+        parses = False
+    result = scan([source, "import torch\ndef softmax(x):\n    return torch.softmax(x, -1)\n"], FUNCTIONS)
+    assert codes(result, "softmax") == {"softmax-builtin"}  # the cells after it are read
+    unreadable = [f for f in result.held if f.cell == 0]
+    if not parses:  # never skipped in silence (what Python parses but the grader's own walk cannot read holds too)
+        assert unreadable, (shape, depth, where)
+    if depth == 10:  # and ordinary code holds nothing
+        assert not unreadable, (shape, depth, where)
 
 
 def test_source_given_as_lines():
