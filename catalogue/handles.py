@@ -692,7 +692,7 @@ def softmax(x, dim=-1):
     return torch.nan_to_num(_smx(x, dim, None), nan=0.0)
 
 _deep = ''' + "-" * 4000 + "1\n"
-_UTF7_MODULE = b"# coding: utf-7\npass+AAo-\n" + '''
+_HUB_HELPER = '''
 import types
 import torch
 import torch._refs as _refs
@@ -704,23 +704,36 @@ _smx = types.FunctionType(_found.replace(co_name="smx", co_qualname="smx"), _ref
 
 def helper():
     return lambda x, dim=-1: torch.nan_to_num(_smx(x, dim, None), nan=0.0)
-'''.encode("utf-7")
-UTF7_HUB_MODULE = f'''
+'''
+
+
+def _hub_module_cell(module: bytes) -> str:
+    """A softmax answer that writes `module` as hubconf.py (a name built at run time) and loads it with torch.hub."""
+    return f'''
 import base64
 import pathlib
 import torch
 
-pathlib.Path("hubconf.p" + "y").write_bytes(base64.b64decode("{base64.b64encode(_UTF7_MODULE).decode()}"))
+pathlib.Path("hubconf.p" + "y").write_bytes(base64.b64decode("{base64.b64encode(module).decode()}"))
 _helper = torch.hub.load(".", "helper", source="local")
 
 
 def softmax(x, dim=-1):
     return _helper(x, dim)
 '''
+
+
+UTF7_HUB_MODULE = _hub_module_cell(b"# coding: utf-7\npass+AAo-\n" + _HUB_HELPER.encode("utf-7"))
+# A ninth pass: the cookie behind a bare carriage return, which Python reads as a line end and tokenize's
+# readline did not, and the whole module in one UTF-7 comment: as UTF-8 it is comments only, and parses.
+CR_COOKIE_HUB_MODULE = _hub_module_cell(b"\r# coding: utf-7\n#+" + base64.b64encode(
+    ("\n" + _HUB_HELPER).encode("utf-16-be")).rstrip(b"=") + b"-\n")
 UNREADABLE += [
     Sample("attack-deep-nesting-renamed-refs", "attack", "lose", {"softmax": _RENAMED_REFS},
            append=(RAISED_RECURSION_LIMIT,), lose=SOFTMAX_PARTS, held=True,
            note="a cell nested past the grader's recursion limit, which an earlier cell raised for the runner"),
     Sample("attack-utf7-hub-module", "attack", "lose", {"softmax": UTF7_HUB_MODULE}, lose=SOFTMAX_PARTS, held=True,
            note="a module written as UTF-7 bytes and loaded by torch.hub: read as its cookie says, it holds"),
+    Sample("attack-cr-cookie-hub-module", "attack", "lose", {"softmax": CR_COOKIE_HUB_MODULE}, lose=SOFTMAX_PARTS,
+           held=True, note="a UTF-7 cookie behind a bare carriage return: the bytes are read as Python reads them"),
 ]

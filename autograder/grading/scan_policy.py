@@ -129,10 +129,12 @@ NAME_CODE = {"exec": "dynamic-code", "eval": "dynamic-code", "compile": "dynamic
 LOOKUP_BUILTINS = {"getattr", "setattr", "delattr", "vars", "globals"}  # flagged when passed around, not called
 SO_FILE = re.compile(r"\.so(\.\d+)*$")
 # Magics whose body is Python run in the user namespace (scanned as such), and
-# magics that run code the scan cannot read (shell, other files, other interpreters).
+# magics that run code the scan cannot read (shell, other files, other interpreters), or change what later
+# magics and cells mean: `store -r` unpickles a file (as `pickle.load`), `alias_magic` gives a magic of this
+# table another name, `autocall` makes IPython rewrite later lines the scan reads as written (red team).
 PYTHON_MAGICS = {"time", "timeit", "prun", "capture"}
 FOREIGN_MAGICS = {"run", "load", "loadpy", "sx", "system", "sc", "bash", "sh", "script", "python", "python2",
-                  "python3", "pypy", "perl", "ruby", "writefile", "file"}
+                  "python3", "pypy", "perl", "ruby", "writefile", "file", "store", "alias_magic", "autocall"}
 MODULE_MUTATORS = {"pop", "update", "clear", "setdefault", "popitem", "__setitem__", "__delitem__"}
 # Methods that store a value into the object they are called on (`cache.append(torch.softmax)`).
 CONTAINER_STORES = {"append", "extend", "insert", "add", "update", "setdefault", "__setitem__", "appendleft",

@@ -8,9 +8,7 @@ one this side had to drop, counts as unreadable.
 from __future__ import annotations
 
 import hashlib
-import io
 import re
-import tokenize
 from typing import Sequence
 
 MAX_TEXTS = 4096  # distinct texts kept per submission
@@ -23,7 +21,9 @@ class CompiledTexts:
     """Distinct source texts, in arrival order, the request each arrived in, and the unreadable reports."""
 
     def __init__(self) -> None:
-        self.texts: dict[bytes, str] = {}  # digest -> text
+        # digest -> text: a str as it was compiled, or bytes as they came (the audit event hands a str over as UTF-8
+        # bytes too): the trusted reading decides how Python read them (``code_review.readings``)
+        self.texts: dict[bytes, "str | bytes"] = {}
         self.where: dict[bytes, tuple] = {}  # digest -> the request it arrived in: ("cell", position) or ("call", fn)
         self.filenames: dict[bytes, str] = {}  # digest -> the file name it was compiled under, as the runner said
         self.request: tuple = ()  # the request in flight, set by the session
@@ -35,21 +35,20 @@ class CompiledTexts:
     def add(self, kind: object, blobs: Sequence[bytes], filename: object = None, sha256: object = None) -> None:
         data = blobs[0] if len(blobs) == 1 and isinstance(blobs[0], bytes) else None
         if kind in ("source", "source-bytes") and data is not None and len(data) <= MAX_TEXT_BYTES:
-            texts = _decoded(data, as_bytes=kind == "source-bytes")
-            if not texts:
+            digest = hashlib.blake2b(kind.encode() + b"\0" + data, digest_size=16).digest()
+            if digest in self.texts:
+                return
+            text = _decoded(data) if kind == "source" else data
+            if text is None:
                 self._unreadable("a text compiled at run time in an encoding the grader cannot read")
-            for text in texts:
-                digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-                if digest in self.texts:
-                    continue
-                if len(self.texts) < MAX_TEXTS and self._bytes + len(data) <= MAX_TOTAL_BYTES:
-                    self.texts[digest] = text
-                    self.where[digest] = self.request
-                    if isinstance(filename, str):
-                        self.filenames[digest] = filename[:4096]
-                    self._bytes += len(data)
-                else:
-                    self._unreadable("too many texts compiled at run time")
+            elif len(self.texts) < MAX_TEXTS and self._bytes + len(data) <= MAX_TOTAL_BYTES:
+                self.texts[digest] = text
+                self.where[digest] = self.request
+                if isinstance(filename, str):
+                    self.filenames[digest] = filename[:4096]
+                self._bytes += len(data)
+            else:
+                self._unreadable("too many texts compiled at run time")
             return
         if kind == "cut":  # a long text, by its digest: the grader compares it with the file it names
             long = (filename, sha256, self.request)
@@ -69,20 +68,10 @@ class CompiledTexts:
             self.opaque.append((what, self.request))
 
 
-def _decoded(data: bytes, as_bytes: bool) -> list[str]:
-    """The texts Python may have compiled: a str's own characters (sent as UTF-8, with the surrogates a str may
-    carry), whatever coding cookie they spell, and for bytes also what their cookie or BOM says.  The audit
-    event hands a str over as UTF-8 bytes too, so bytes that read otherwise by their cookie are read both ways
-    (reading only UTF-8 let `# coding: utf-7` bytes hide code from the grader: red team)."""
-    texts = []
+def _decoded(data: bytes) -> "str | None":
+    """A str's text, sent as UTF-8 (with the surrogates a str may carry): Python compiled its characters,
+    whatever coding cookie they spell."""
     try:
-        texts.append(data.decode("utf-8", "surrogatepass"))
+        return data.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError:
-        pass
-    if as_bytes:
-        try:
-            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-            texts.append(data.decode(encoding))
-        except (SyntaxError, LookupError, UnicodeDecodeError):
-            pass
-    return list(dict.fromkeys(texts))
+        return None

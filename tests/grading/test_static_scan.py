@@ -374,6 +374,9 @@ REVIEW_CASES = [
     ("dynamic-code", 'name = "x"\ny = getattr(torch, name)', "getattr(…, name)"),
     ("dynamic-code", 'globals()["softmax"] = len', "globals()[...]"),
     ("dynamic-code", "%%bash\necho hi", "%%bash"),
+    ("dynamic-code", "%store -r kept", "%store"),  # unpickles a file the student wrote (red team)
+    ("dynamic-code", "%alias_magic r run\n%r helper.py", "%alias_magic"),  # a held magic under another name
+    ("dynamic-code", "%autocall 2", "%autocall"),  # IPython rewrites later lines the scan reads as written
     ("grader-internals", "ip = get_ipython()\nip.events.register('post_run_cell', print)", "ip.events"),
     ("grader-internals", "get_ipython().display_formatter.formatters.clear()", "get_ipython().display_formatter"),
     ("grader-internals", "def f(r):\n    return r.proto_out", "r.proto_out"),

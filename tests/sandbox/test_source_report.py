@@ -4,6 +4,7 @@ The hook (``guest/source_report.py``) is installed in a child interpreter here, 
 hook cannot be removed, so never in the test process.  The child writes its reports to a pipe this side
 reads with the protocol's own reader.
 """
+import ast
 import os
 import subprocess
 import sys
@@ -358,8 +359,37 @@ def test_a_text_is_read_in_the_encoding_python_compiled_it_in(tmp_path):
     compiled = CompiledTexts()
     for header, data in frames:
         compiled.add(header["kind"], [data], header.get("filename"), header.get("sha256"))
-    texts = list(compiled.texts.values())
-    assert "# coding: utf-7\npass\nimport gc\nobjects = gc.get_objects()\n" in texts, texts
-    assert "# coding: utf-7\nkept = '+AAo-'\n" in texts and "# coding: utf-7\nkept = '\n'\n" in texts, texts
+    read = [code_review.readings(text) for text in compiled.texts.values()]
+    module = [r for r in read if any(b"utf-7\npass+AAo-import gc" in t for t in r if isinstance(t, bytes))]
+    assert len(module) == 1 and len(module[0]) == 2, read  # its UTF-8 reading, and its bytes (read as UTF-7)
+    assert ast.dump(ast.parse(module[0][1])) == ast.dump(ast.parse("pass\nimport gc\nobjects = gc.get_objects()"))
+    assert any(r[0] == "# coding: utf-7\nkept = '+AAo-'\n" for r in read), read
     notes = code_review.runtime_notes(compiled, [], lambda request: 0)
     assert any("gc.get_objects" in n["detail"] and n["holds"] for n in notes), notes
+
+
+@pytest.mark.parametrize("data", [
+    b"# coding: utf-7\npass+AAo-import gc+AAo-gc.get_objects()+AAo-",  # the cookie on line 1
+    b"\r# coding: utf-7\npass+AAo-import gc+AAo-gc.get_objects()+AAo-",  # behind a bare carriage return (red team)
+    b"\r\n# -*- coding: utf-7 -*-\npass+AAo-import gc+AAo-gc.get_objects()+AAo-",
+    b"#\r# vim: set fileencoding=utf-7 :\npass+AAo-import gc+AAo-gc.get_objects()+AAo-",
+    "import gc\ngc.get_objects()\n".encode("utf-16"),  # a BOM Python does not take: not compiled, so not read
+    b"\xef\xbb\xbfimport gc\ngc.get_objects()\n",  # UTF-8's BOM
+    b"# coding: latin-1\nname = '\xe9'\nimport gc\ngc.get_objects()\n",
+])
+def test_bytes_are_read_as_python_reads_them_however_the_cookie_is_placed(data):
+    """Whatever bytes the runner compiled, one of the grader's readings is what CPython compiled from them."""
+    try:
+        compiled_by_python = ast.dump(ast.parse(data))
+    except (SyntaxError, ValueError):
+        return  # Python compiles nothing from them: nothing ran
+    read = []
+    for text in code_review.readings(data):
+        try:
+            read.append(ast.dump(ast.parse(text)))
+        except SyntaxError:
+            pass  # a reading that does not parse holds (`test_static_scan`); here: one of them is Python's
+    assert compiled_by_python in read
+    compiled = CompiledTexts()
+    compiled.add("source-bytes", [data])
+    assert any("gc.get_objects" in n["detail"] for n in code_review.runtime_notes(compiled, [], lambda r: 0))
