@@ -16,7 +16,11 @@ STAR_NAMES = forbidden.STAR_NAMES
 REVIEW_ATTRS = {
     "introspection": {"f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "__globals__", "__closure__",
                       "__code__", "__subclasses__", "__builtins__", "_getframe", "__wrapped__", "__dict__",
-                      "getclosurevars", "__getattribute__", "__getattr__", "setprofile", "settrace"},
+                      "getclosurevars", "__getattribute__", "__getattr__", "setprofile", "settrace",
+                      # a generator's, coroutine's or frame's code, and a code object's parts (a red-team cell
+                      # renamed the names a lambda's code reads and built a function from it)
+                      "gi_code", "cr_code", "ag_code", "gi_frame", "cr_frame", "ag_frame", "f_code",
+                      "co_consts", "co_names", "co_code"},
     "native-code": {"CDLL", "PyDLL", "cdll", "pydll", "pythonapi", "LoadLibrary", "load_library", "_C",
                     "redispatch"},  # and RAW_MEMORY, below
     "process-limits": {"setrlimit", "prlimit", "setpriority", "sched_setaffinity", "sched_setscheduler",

@@ -393,3 +393,24 @@ def test_bytes_are_read_as_python_reads_them_however_the_cookie_is_placed(data):
     compiled = CompiledTexts()
     compiled.add("source-bytes", [data])
     assert any("gc.get_objects" in n["detail"] for n in code_review.runtime_notes(compiled, [], lambda r: 0))
+
+
+def test_code_built_at_run_time_is_unreadable_and_a_forged_ipython_frame_passes_for_nothing(tmp_path):
+    """Found by a red-team pass: a lambda's code with its names replaced (`code.replace(co_names=...)`) made
+    into a function ran names no text showed; and generator code renamed like IPython's `run_ast_nodes`, in a
+    file named like IPython's, passed a rewritten syntax tree off as IPython's own.  Code objects and functions
+    built from the student's own code are unreadable, and IPython's frames are known by their code objects."""
+    reports, status = _reports('''
+        import ast, types
+        from IPython.core.compilerop import CachingCompiler
+        f = lambda x: x.Q
+        g = types.FunctionType(f.__code__.replace(co_names=("T",)), {})
+        def frames(compiler, tree):
+            yield compiler(tree, "<cell>", "exec")
+        fake = frames.__code__.replace(co_name="run_ast_nodes", co_filename="/x/IPython/core/interactiveshell.py")
+        next(types.FunctionType(fake, {})(CachingCompiler(), ast.parse("y = 1")))
+    ''', tmp_path)
+    assert status == 0
+    opaque = [data for kind, data in reports if kind == "opaque"]
+    assert opaque.count(b"a code object or function built at run time") == 4, opaque  # 2 replace, 2 functions
+    assert b"syntax tree" in opaque, opaque

@@ -35,13 +35,6 @@ MAX_TEXT_BYTES = 256 * 1024  # a longer text is reported by its digest (a librar
 # and writes.  Opening one is reported as unreadable, whatever name the path was built from.
 _MEMORY_FILES = ("maps", "smaps", "smaps_rollup", "numa_maps", "mem", "pagemap")
 _PROCESS_MEMORY = re.compile(rf"/proc/(?:\d+|self|thread-self)(?:/task/\d+)?/(?:{'|'.join(_MEMORY_FILES)})\Z")
-# Where IPython compiles a syntax tree made from text it has just parsed (reported then): while it runs a
-# cell, and in `%time`/`%timeit`.  A tree compiled from anywhere else is unreadable.
-_IPYTHON = os.sep + os.path.join("IPython", "core", "")
-_COMPILER = os.sep + "codeop.py"  # IPython's compiler is the standard library's `codeop.Compile`
-_TREE_COMPILERS = ((("interactiveshell.py", "run_ast_nodes"), ("interactiveshell.py", "run_cell_async")),
-                   ((os.path.join("magics", "execution.py"), "timeit"),),
-                   ((os.path.join("magics", "execution.py"), "time"),))
 # Where a traceback's display parses the files it shows (syntax trees only, never code).
 _DISPLAY = tuple(os.sep + os.path.join(name, "")
                  for name in ("stack_data", "executing", os.path.join("IPython", "core")))
@@ -68,8 +61,11 @@ def install(stream) -> None:
         traceback._extract_caret_anchors_from_line_segment = lambda segment: None
     write, flush, fstat, exit_now, dumps, pack = stream.write, stream.flush, os.fstat, os._exit, json.dumps, struct.pack
     getframe, realpath, str_type, bytes_type = sys._getframe, os.path.realpath, str, bytes
-    tree_from_ipython, pyc_path, sha256, display, same_bytes = _ipython_tree, _pyc_path, hashlib.sha256, _display, \
-        _is_pyc_of
+    pyc_path, sha256, display, same_bytes = _pyc_path, hashlib.sha256, _display, _is_pyc_of
+    ipython_compiler, ipython_callers = _ipython_codes()
+
+    def tree_from_ipython(frame):
+        return _ipython_tree(frame, ipython_compiler, ipython_callers)
     fsdecode, process_memory, basename = os.fsdecode, _PROCESS_MEMORY, os.path.basename
     memory_files, any_pid = frozenset(_MEMORY_FILES), re.compile(r"/proc/\d+/")
     plain_paths = (pathlib.PosixPath, pathlib.PurePosixPath)
@@ -123,6 +119,13 @@ def install(stream) -> None:
                     send("opaque", b"opened " + shown.encode("utf-8", "replace")[:200])
             elif type(path) is not int:
                 send("opaque", b"opened a path given as an object")
+        elif event in ("code.__new__", "function.__new__"):
+            # A code object or function built at run time (`types.CodeType`, `code.replace`, `types.FunctionType`)
+            # runs what no text showed: renamed names, constants, a file name that passes for IPython's (red
+            # team).  Libraries build them from their own code; from the student's, it is unreadable.
+            caller = getframe(1)
+            if caller is None or not realpath(caller.f_code.co_filename).startswith(installed):
+                send("opaque", b"a code object or function built at run time")
         elif event == "marshal.loads":
             caller = getframe(1)
             path = pyc_path(caller.f_code, caller.f_locals)
@@ -212,22 +215,36 @@ def _identity_of(st):
     return st.st_dev, st.st_ino
 
 
-def _ipython_tree(frame):
+def _ipython_codes():
+    """IPython's own code objects where it compiles a syntax tree made from text it has just parsed: the
+    compiler, and its callers while a cell runs and in `%time`/`%timeit`.  Frames are matched by these objects
+    themselves: a name and a file name can be given to any code (red team: generator code renamed
+    `run_ast_nodes` in a file named like IPython's compiled a rewritten tree unreported)."""
+    import codeop
+    import inspect
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.core.magics.execution import ExecutionMagics
+
+    def code(function):
+        return inspect.unwrap(function).__code__
+
+    return code(codeop.Compile.__call__), ((code(InteractiveShell.run_ast_nodes),
+                                            code(InteractiveShell.run_cell_async)),
+                                           (code(ExecutionMagics.timeit),), (code(ExecutionMagics.time),))
+
+
+def _ipython_tree(frame, compiler, callers_by_place):
     """Whether a syntax tree is compiled by IPython's compiler, called by IPython where it runs a cell's
-    text or a `%time`/`%timeit` line (`_TREE_COMPILERS`)."""
+    text or a `%time`/`%timeit` line (`_ipython_codes`)."""
     codes = []
     while frame is not None and len(codes) < 3:
         codes.append(frame.f_code)
         frame = frame.f_back
-    if not codes or codes[0].co_name != "__call__" or not codes[0].co_filename.endswith(_COMPILER):
+    if not codes or codes[0] is not compiler:
         return False
-    return any(len(codes) > len(callers) and all(_is(c, place) for c, place in zip(codes[1:], callers))
-               for callers in _TREE_COMPILERS)
-
-
-def _is(code, place):
-    tail, name = place
-    return code.co_name == name and code.co_filename.endswith(_IPYTHON + tail)
+    return any(len(codes) > len(callers) and all(c is caller for c, caller in zip(codes[1:], callers))
+               for callers in callers_by_place)
 
 
 def _pyc_path(code, local):
