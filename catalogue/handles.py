@@ -737,3 +737,66 @@ UNREADABLE += [
     Sample("attack-cr-cookie-hub-module", "attack", "lose", {"softmax": CR_COOKIE_HUB_MODULE}, lose=SOFTMAX_PARTS,
            held=True, note="a UTF-7 cookie behind a bare carriage return: the bytes are read as Python reads them"),
 ]
+
+
+# A tenth pass: code the runner ran that no text showed.  A lambda's code with the names it reads replaced
+# (`code.replace(co_names=...)`), made into a function; and generator code renamed like IPython's own frames, in a
+# file named like IPython's, so that a syntax tree rewritten after `ast.parse` passed for IPython's compile of a
+# cell.  Both built torch._refs' operations into a softmax and scored 105/105 unheld.  The audit hook reports
+# code objects and functions built from the student's code, and knows IPython's frames by their code objects.
+_REFS = "bytes([95, 114, 101, 102, 115]).decode()"  # "_refs", spelled so that no text shows it
+CODE_NAMES_REPLACED = f'''
+import torch
+
+
+def _template():
+    yield lambda a, dim=-1: torch.Q.exp(a - torch.Q.amax(a, dim, keepdim=True)) / torch.Q.sum(
+        torch.Q.exp(a - torch.Q.amax(a, dim, keepdim=True)), dim, keepdim=True)
+
+
+_code = [c for c in _template().gi_code.co_consts if type(c) is type(_template().gi_code)][0]
+_code = _code.replace(co_names=tuple({_REFS} if n == "Q" else n for n in _code.co_names))
+_function_type = type(_template)
+_helper = _function_type(_code, {{"torch": torch}})
+
+
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_helper(x, dim), nan=0.0)
+'''
+FORGED_IPYTHON_FRAMES = f'''
+import ast
+import torch
+from IPython.core.compilerop import CachingCompiler
+
+_LIKE_IPYTHON = "/x/IPython/core/interactiveshell.py"
+_names = {{"torch": torch, "next": next}}
+
+
+def _compiles(compiler, tree):
+    yield compiler(tree, "<t>", "eval")
+
+
+def _runs(inner, compiler, tree):
+    yield next(inner(compiler, tree))
+
+
+_function_type = type(_compiles)
+_inner = _function_type(_compiles(0, 0).gi_code.replace(co_name="run_ast_nodes", co_filename=_LIKE_IPYTHON), _names)
+_outer = _function_type(_runs(0, 0, 0).gi_code.replace(co_name="run_cell_async", co_filename=_LIKE_IPYTHON), _names)
+_tree = ast.parse("lambda a, dim=-1: torch.Q.exp(a - torch.Q.amax(a, dim, keepdim=True)) / torch.Q.sum("
+                  "torch.Q.exp(a - torch.Q.amax(a, dim, keepdim=True)), dim, keepdim=True)", mode="eval")
+for _node in ast.walk(_tree):
+    if getattr(_node, "attr", "") == "Q":
+        _node.attr = {_REFS}
+_helper = _function_type(next(_outer(_inner, CachingCompiler(), _tree)), _names)()
+
+
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_helper(x, dim), nan=0.0)
+'''
+UNREADABLE += [
+    Sample("attack-code-names-replaced", "attack", "lose", {"softmax": CODE_NAMES_REPLACED}, lose=SOFTMAX_PARTS,
+           held=True, note="a lambda's code with its names replaced by code.replace, made into a function"),
+    Sample("attack-forged-ipython-frames", "attack", "lose", {"softmax": FORGED_IPYTHON_FRAMES}, lose=SOFTMAX_PARTS,
+           held=True, note="a rewritten syntax tree compiled from frames renamed like IPython's"),
+]

@@ -506,6 +506,11 @@ class Hub:
         while any(_alive(p) for p in leftovers) and time.monotonic() < deadline:
             time.sleep(0.2)
         _kill([p for p in leftovers if _alive(p)], signal.SIGKILL)
+        # what a dying process started meanwhile (a grading process, a reading server) is the users' too
+        deadline = time.monotonic() + 10
+        while course_processes() and time.monotonic() < deadline:
+            _kill(course_processes(), signal.SIGKILL)
+            time.sleep(0.2)
         try:
             self.pidfile.unlink()
         except FileNotFoundError:

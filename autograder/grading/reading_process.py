@@ -16,6 +16,7 @@ starts a fresh server.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
 import pickle
 import re
@@ -130,8 +131,6 @@ def read(code: CodeToRead, seconds: float = READING_SECONDS, memory_mib: int = R
             reply = _("读了 {seconds:g} 秒还没读完").format(seconds=seconds)
         except _Failed as exc:
             reply = _("读代码的进程出错了（{error}）").format(error=exc)
-        if not isinstance(reply, Reading):
-            _server()  # a fresh server warms up for the next submission while this one's grade goes on
     return reply if isinstance(reply, Reading) else unfinished(code, str(reply))
 
 
@@ -166,7 +165,7 @@ class _Server:
         package_root = str(Path(__file__).resolve().parents[2])  # the directory holding `autograder`
         env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self.owner = os.getpid()
-        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.grading.reading_process"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.grading.reading_process", str(self.owner)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd="/",
                                      start_new_session=True)
         self.ready = False
@@ -277,6 +276,17 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def _die_with_parent(parent: int) -> None:
+    """Linux: this server is killed when the grading process that started it ends (it would also end at its
+    stdin's end, but not while it is still importing)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # it ended before the line above
+        os._exit(0)
+
+
 def _serve() -> None:
     """The server's loop: for each request from stdin, fork a child that reads and writes the reply."""
     from .. import i18n
@@ -345,6 +355,7 @@ def _child(code: CodeToRead, memory: int, seconds: float, fd_out: int) -> None:
 
 if __name__ == "__main__":
     # Run as the imported module, not as __main__: the readings it sends back are its classes by their real name.
-    from autograder.grading.reading_process import _serve as serve
+    from autograder.grading.reading_process import _die_with_parent, _serve
 
-    serve()
+    _die_with_parent(int(sys.argv[1]))
+    _serve()
