@@ -52,6 +52,12 @@ RAW_MEMORY = {"__array_interface__", "__array_struct__", "__cuda_array_interface
               "as_strided", "ctypeslib", "_new_with_weak_ptr", "_new_shared_filename_cpu", "from_address",
               "string_at", "wstring_at", "addressof", "memmove", "memset", "DummyArray"}
 REVIEW_ATTRS["native-code"] |= RAW_MEMORY
+# How copy and pickle rebuild an object: a class that defines one of these has `copy.copy` (an installed frame)
+# call what it returns, and a red-team cell had it build a function from code with replaced names, out of the
+# audit hook's sight; `codeobj` hands out a function's code.  Any name, attribute or definition (`dynamic-code`).
+RECONSTRUCTION = {"__reduce__", "__reduce_ex__", "__copy__", "__deepcopy__", "__setstate__", "__getnewargs__",
+                  "__getnewargs_ex__", "_reconstruct", "codeobj"}
+REVIEW_ATTRS["dynamic-code"] |= RECONSTRUCTION
 ATTR_CODE = {name: code for code, names in REVIEW_ATTRS.items() for name in names}
 # Qualified names (after the student's import aliases) whose last part is too common to flag alone.
 QUALNAME_CODE = {

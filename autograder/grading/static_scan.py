@@ -56,6 +56,7 @@ from .scan_policy import (
     LOOKUP_CALLS,
     NAME_CODE,
     RAW_MEMORY,
+    RECONSTRUCTION,
     STAR_NAMES,
     family,
     module_code,
@@ -452,6 +453,8 @@ class _Scanner(ReviewRules):
                 node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else None
             if spelled in RAW_MEMORY:  # `__array_interface__ = ...` in a class body, `def __array_interface__`
                 add(node, "review", "native-code", spelled)
+            elif spelled in RECONSTRUCTION:  # `def __reduce_ex__(self, protocol)`
+                add(node, "review", "dynamic-code", spelled)
             key = folded_string(node.slice) if isinstance(node, ast.Subscript) else None
             if key and module_code(key) and self.qualname(node.value) == "sys.modules":
                 add(node, "review", module_code(key), f"sys.modules[{key!r}]")  # a held module

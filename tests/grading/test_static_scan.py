@@ -377,6 +377,10 @@ REVIEW_CASES = [
     ("dynamic-code", "%store -r kept", "%store"),  # unpickles a file the student wrote (red team)
     ("dynamic-code", "%alias_magic r run\n%r helper.py", "%alias_magic"),  # a held magic under another name
     ("dynamic-code", "%autocall 2", "%autocall"),  # IPython rewrites later lines the scan reads as written
+    # copy.copy calls what __reduce_ex__ returns from an installed frame (red team: it built a function there)
+    ("dynamic-code", "class Box:\n    def __reduce_ex__(self, protocol):\n        return (len, ())",
+     "__reduce_ex__"),
+    ("dynamic-code", "import dis\ncode = dis.Bytecode(len).codeobj", "dis.Bytecode(len).codeobj"),
     ("grader-internals", "ip = get_ipython()\nip.events.register('post_run_cell', print)", "ip.events"),
     ("grader-internals", "get_ipython().display_formatter.formatters.clear()", "get_ipython().display_formatter"),
     ("grader-internals", "def f(r):\n    return r.proto_out", "r.proto_out"),
