@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
 from ..sandbox import procs
+from ..sandbox.procs import die_with_parent
 from .coursedir import CourseError
 from .failures import reason_of
-from .worker import Grader, die_with_parent, runner_settings, uses_sandboxed_execute
+from .worker import Grader, runner_settings, uses_sandboxed_execute
 
 if TYPE_CHECKING:
     from multiprocessing.context import ForkContext, SpawnContext

@@ -17,13 +17,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-from pathlib import Path
 from typing import IO, Any, Optional, Union
 
 from ..sandbox.guest import wire
+from ..sandbox.procs import die_with_parent, python_child_env
 from .coursedir import CourseError
 from .failures import exit_text, failure_result, reason_of
-from .worker import Grader, die_with_parent
+from .worker import Grader
 
 # Bundles carry the course's source, release and gradebook; results carry a notebook's files.
 MAX_FRAME_BYTES = 1 << 30
@@ -81,9 +81,7 @@ class ProcessGrader:
     check service (`bundle`: a list, one grader per assignment, a task's "assignment" picks it)."""
 
     def __init__(self, bundle: Union[dict, list]) -> None:
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])  # the directory holding `autograder`
-        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env = python_child_env()
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")  # nbgrader runs alembic
         self.proc = subprocess.Popen([sys.executable, "-m", "autograder.batch.transport", "--serve"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,

@@ -11,13 +11,11 @@ per-notebook resources.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import glob
 import logging
 import os
 import shutil
-import signal
 import socket
 import sys
 import tempfile
@@ -284,13 +282,3 @@ def _import_for_workers() -> None:
     # A failing check re-runs the reference in this process (`hidden_checks.honest_failures`): the
     # solution notebook read and compiled once, and its setup cell's imports (matplotlib).
     local_student.reference_namespace()
-
-
-
-def die_with_parent() -> None:
-    """Linux: SIGKILL this process when its parent dies (its runners follow: bwrap --die-with-parent)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass

@@ -16,7 +16,6 @@ starts a fresh server.
 from __future__ import annotations
 
 import atexit
-import ctypes
 import os
 import pickle
 import re
@@ -30,10 +29,10 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from ..i18n import _, language, using
+from ..sandbox.procs import python_child_env
 
 if TYPE_CHECKING:
     from ..sandbox.compiled_texts import CompiledTexts
@@ -161,13 +160,10 @@ class _Server:
     """One reading server, the child of this process (`owner`), in its own process group."""
 
     def __init__(self) -> None:
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])  # the directory holding `autograder`
-        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self.owner = os.getpid()
         self.proc = subprocess.Popen([sys.executable, "-m", "autograder.grading.reading_process", str(self.owner)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd="/",
-                                     start_new_session=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=python_child_env(),
+                                     cwd="/", start_new_session=True)
         self.ready = False
         atexit.register(self.kill)  # never outlives its grading process (it would end at its stdin's end anyway)
 
@@ -175,13 +171,12 @@ class _Server:
         return self.proc.poll() is None
 
     def ask(self, code: CodeToRead, seconds: float, memory_mib: int):
-        deadline = time.monotonic() + seconds
         if not self.ready:  # the first reading waits for the imports too, then for its own budget
             if self._receive(time.monotonic() + START_SECONDS) != "ready":
                 self.kill()
                 raise _Failed("the reading server did not start")
             self.ready = True
-            deadline = time.monotonic() + seconds
+        deadline = time.monotonic() + seconds
         self._send(_frame((code, memory_mib * 2**20, seconds)), deadline)
         return self._receive(deadline)
 
@@ -276,17 +271,6 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _die_with_parent(parent: int) -> None:
-    """Linux: this server is killed when the grading process that started it ends (it would also end at its
-    stdin's end, but not while it is still importing)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # it ended before the line above
-        os._exit(0)
-
-
 def _serve() -> None:
     """The server's loop: for each request from stdin, fork a child that reads and writes the reply."""
     from .. import i18n
@@ -355,7 +339,8 @@ def _child(code: CodeToRead, memory: int, seconds: float, fd_out: int) -> None:
 
 if __name__ == "__main__":
     # Run as the imported module, not as __main__: the readings it sends back are its classes by their real name.
-    from autograder.grading.reading_process import _die_with_parent, _serve
+    from autograder.grading.reading_process import _serve
+    from autograder.sandbox.procs import die_with_parent
 
-    _die_with_parent(int(sys.argv[1]))
+    die_with_parent(int(sys.argv[1]))  # not only at its stdin's end: that waits for the imports
     _serve()

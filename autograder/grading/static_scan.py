@@ -114,7 +114,7 @@ def describe(finding: Finding) -> str:
 
 def scan(sources: list[str], functions: Iterable[str], parse=parse_cell) -> ScanResult:
     """Scan the student's code cells (in notebook order) for the graded `functions`; `parse` reads one
-    source (a cell, with IPython's syntax, by default) into a tree, or None."""
+    source (a cell, with IPython's syntax, by default) into a tree, and raises what it cannot read."""
     trees, unparsable, unread = {}, [], None
     budget = MAX_SCANNED_CHARS
     failed = []
@@ -126,12 +126,10 @@ def scan(sources: list[str], functions: Iterable[str], parse=parse_cell) -> Scan
         try:
             tree = parse(source)
         except Exception as exc:  # noqa: BLE001 - SyntaxError, RecursionError, MemoryError (the parser's stack
-            tree = None           # or the reader's cap), a transformer failing on odd input: all hold
+            unparsable.append(index)  # or the reader's cap), a transformer failing on odd input: all hold
             failed.append((index, exc))
-        if tree is None:
-            unparsable.append(index)
-        else:
-            trees[index] = GetattrAsAttribute().visit(MatchAsAssignments().visit(tree))
+            continue
+        trees[index] = GetattrAsAttribute().visit(MatchAsAssignments().visit(tree))
     scanner = _Scanner(list(trees.values()))
     for index, tree in trees.items():
         scanner.cell = index

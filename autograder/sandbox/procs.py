@@ -1,14 +1,18 @@
-"""Host processes seen through /proc: a sandbox's runner, its state, and killing a whole sandbox.
+"""Host processes seen through /proc: a sandbox's runner, its state, and killing a whole sandbox; and the
+trusted side's own helper processes (their environment, their end with their parent).
 
 Read by the trusted side only; the parsing is ``guest/procfs.py``'s, which
 never raises for a process that ends meanwhile.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
 import time
+from pathlib import Path
+from typing import Optional
 
 from .guest import procfs
 
@@ -110,3 +114,24 @@ def namespace_pid(pid: int) -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def python_child_env() -> dict:
+    """The environment of a Python child started with ``-m autograder...``: this one, with the directory
+    holding the `autograder` package first on its path (wherever the child starts)."""
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def die_with_parent(parent: Optional[int] = None) -> None:
+    """Linux: SIGKILL this process when its parent dies (its runners follow: bwrap --die-with-parent).
+    `parent`: the pid expected as parent; if it has ended already (before the request took effect), exit now."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if parent is not None and os.getppid() != parent:
+        os._exit(0)
