@@ -205,28 +205,33 @@ class Checker:
             job = self.queue.get(timeout=0.5)
             if job is None:
                 continue
-            student, (assignment, notebook, show_points, on_done) = job
-            with self._done:
-                self.results[(student, assignment)] = {"state": "grading"}
-            taken = time.perf_counter()
+            self._check(*job)
+
+    def _check(self, student: str, job: tuple) -> None:
+        """Grade one taken job; its cost is counted and the queue told it is finished before the answer shows:
+        a student who reads the answer and presses again is never told the last check is still being graded."""
+        assignment, notebook, show_points, on_done = job
+        with self._done:
+            self.results[(student, assignment)] = {"state": "grading"}
+        taken = time.perf_counter()
+        try:
+            reply = {"state": "answered", **self.grade(student, assignment, notebook, show_points)}
+        except CheckRefused as exc:
+            reply = {"state": "refused", "message": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - one notebook's failure must not stop the service
+            with i18n.using(language_of(assignment)):
+                reply = {"state": "failed", "message": _("评分程序出错了（{error}）；请告诉老师。").format(
+                    error=type(exc).__name__)}
+        reply.setdefault("seconds", round(time.perf_counter() - taken, 2))  # the grader time, whatever came of it
+        if on_done is not None:
             try:
-                reply = {"state": "answered", **self.grade(student, assignment, notebook, show_points)}
-            except CheckRefused as exc:
-                reply = {"state": "refused", "message": str(exc)}
-            except Exception as exc:  # noqa: BLE001 - one notebook's failure must not stop the service
-                with i18n.using(language_of(assignment)):
-                    reply = {"state": "failed", "message": _("评分程序出错了（{error}）；请告诉老师。").format(
-                        error=type(exc).__name__)}
-            reply.setdefault("seconds", round(time.perf_counter() - taken, 2))  # the grader time, whatever came of it
-            with self._done:
-                self.results[(student, assignment)] = reply
-                self._done.notify_all()
-            if on_done is not None:
-                try:
-                    on_done(student, assignment, reply)
-                except Exception:  # noqa: BLE001 - a record that cannot be written must not stop the checks
-                    logging.getLogger(__name__).exception("the check of %s was not recorded", student)
-            self.queue.finished(student)
+                on_done(student, assignment, reply)
+            except Exception:  # noqa: BLE001 - a record that cannot be written must not stop the checks
+                logging.getLogger(__name__).exception("the check of %s was not recorded", student)
+        self.queue.finished(student)
+        with self._done:
+            self.results[(student, assignment)] = reply
+            self._done.notify_all()
 
     def close(self) -> None:
         self._stop.set()

@@ -135,3 +135,30 @@ def test_more_lines_ipython_rewrites_than_any_answer_needs_are_refused(released)
     with pytest.raises(CheckRefused, match=f"more than {MAX_IPYTHON_LINES} lines"):
         with i18n.using("en"):
             Checker._readable(json.dumps(nb).encode(), len(nb["cells"]))
+
+
+def test_an_answer_shows_only_once_the_student_may_check_again():
+    """The answer a student reads is published after its cost is counted and the queue let them go: a press
+    made the moment it shows is never told the last check is still being graded (CI saw a 409 there)."""
+    import threading
+
+    from autograder.service.policy import FairQueue
+
+    checker = object.__new__(Checker)  # only the worker's bookkeeping: no graders
+    checker.queue, checker._done = FairQueue(4), threading.Condition()
+    seen = []
+
+    class Results(dict):
+        def __setitem__(self, key, reply):
+            if reply.get("state") != "grading":
+                seen.append((reply["state"], checker.queue.in_progress(key[0])))
+            super().__setitem__(key, reply)
+
+    checker.results = Results()
+    counted = []
+    checker.grade = lambda student, assignment, notebook, show: {"passes": True}
+    for grade in (checker.grade, lambda *args: (_ for _ in ()).throw(CheckRefused("no"))):
+        checker.grade = grade
+        checker.queue.put("alice", ("sdpa", b"{}", False, lambda s, a, reply: counted.append(reply["state"])))
+        checker._check(*checker.queue.get(timeout=1))
+    assert seen == [("answered", False), ("refused", False)] and counted == ["answered", "refused"]
