@@ -794,9 +794,32 @@ _helper = _function_type(next(_outer(_inner, CachingCompiler(), _tree)), _names)
 def softmax(x, dim=-1):
     return torch.nan_to_num(_helper(x, dim), nan=0.0)
 '''
+# The same code and function, built by a library frame that calls what it is handed (a thread pool's worker):
+# the runner reported only constructors called from the student's own frames (red team, with `copy.copy`).
+LIBRARY_BUILDS_CODE = f'''
+import torch
+from concurrent.futures import ThreadPoolExecutor
+
+
+def _template():
+    yield lambda a, dim=-1: torch.Q.exp(a - torch.Q.amax(a, dim, keepdim=True)) / torch.Q.sum(
+        torch.Q.exp(a - torch.Q.amax(a, dim, keepdim=True)), dim, keepdim=True)
+
+
+_code = [c for c in _template().gi_code.co_consts if type(c) is type(_template().gi_code)][0]
+with ThreadPoolExecutor(1) as _pool:
+    _code = _pool.submit(_code.replace, co_names=tuple({_REFS} if n == "Q" else n for n in _code.co_names)).result()
+    _helper = _pool.submit(type(_template), _code, {{"torch": torch}}).result()
+
+
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_helper(x, dim), nan=0.0)
+'''
 UNREADABLE += [
     Sample("attack-code-names-replaced", "attack", "lose", {"softmax": CODE_NAMES_REPLACED}, lose=SOFTMAX_PARTS,
            held=True, note="a lambda's code with its names replaced by code.replace, made into a function"),
     Sample("attack-forged-ipython-frames", "attack", "lose", {"softmax": FORGED_IPYTHON_FRAMES}, lose=SOFTMAX_PARTS,
            held=True, note="a rewritten syntax tree compiled from frames renamed like IPython's"),
+    Sample("attack-library-builds-code", "attack", "lose", {"softmax": LIBRARY_BUILDS_CODE}, lose=SOFTMAX_PARTS,
+           held=True, note="code.replace and the function type called by a thread pool's worker, not the student"),
 ]

@@ -64,6 +64,10 @@ class ReviewRules:
             codes = [family(p) for p in (parts if path else parts[-1:]) if p.isidentifier()]
             if any(codes):
                 add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", repr(value))
+        if python and name:  # `attrgetter("__code__")`, `attrgetter("f.__globals__")` read what the attribute would
+            code = next((ATTR_CODE[p] for p in token.split(".") if p in ATTR_CODE), None)
+            if code:
+                add(node, "review", code, repr(value))
         if value == "/proc" or re.search(r"/proc/(?!self\b)", value):
             add(node, "review", "other-processes", repr(value))
         elif re.search(r"/proc/(self|thread-self)/(task/\d+/)?(maps|smaps|mem|pagemap)", value):
@@ -152,6 +156,9 @@ class ReviewRules:
         if (isinstance(func, ast.Call) and is_call_to(func, "type") and func.args) or (
                 isinstance(func, ast.Attribute) and func.attr == "__class__"):
             add(node, "review", "dynamic-code", "type(…)(…)")  # type(lambda: 0)(code, globals) is FunctionType
+        for keyword in node.keywords:  # `code.replace(co_names=...)`, `dict(co_consts=...)`: a code object's parts
+            if keyword.arg in ATTR_CODE and keyword.arg.startswith("co_"):
+                add(node, "review", ATTR_CODE[keyword.arg], f"{keyword.arg}=…")
         if isinstance(func, ast.Attribute) and func.attr in IPYTHON_CODE_METHODS and self._ipython(func.value):
             add(node, "review", "dynamic-code", f"get_ipython().{func.attr}(…)")
         if isinstance(func, ast.Name) and func.id in ("getattr", "hasattr") and len(args) >= 2 \

@@ -381,6 +381,10 @@ REVIEW_CASES = [
     ("dynamic-code", "class Box:\n    def __reduce_ex__(self, protocol):\n        return (len, ())",
      "__reduce_ex__"),
     ("dynamic-code", "import dis\ncode = dis.Bytecode(len).codeobj", "dis.Bytecode(len).codeobj"),
+    # a lookup by a name the scan reads, of what the attribute would read; a code object's parts by keyword
+    ("introspection", "from operator import attrgetter\ncode = attrgetter('__co' + 'de__')(len)", "'__code__'"),
+    ("introspection", "import operator\nf = operator.attrgetter('g.__globals__')", "'g.__globals__'"),
+    ("introspection", "import operator\nf = operator.methodcaller('replace', co_names=('T',))", "co_names=…"),
     ("grader-internals", "ip = get_ipython()\nip.events.register('post_run_cell', print)", "ip.events"),
     ("grader-internals", "get_ipython().display_formatter.formatters.clear()", "get_ipython().display_formatter"),
     ("grader-internals", "def f(r):\n    return r.proto_out", "r.proto_out"),
@@ -404,6 +408,11 @@ def test_review_categories(code, source, detail):
 ])
 def test_ordinary_code_is_not_flagged(source):
     assert scan([source], FUNCTIONS).review == []
+
+
+def test_a_lookup_by_an_ordinary_name_holds_nothing():
+    source = "import operator\nshape_of = operator.attrgetter('shape', 'dtype')\nfirst = operator.itemgetter(0)"
+    assert scan([source], FUNCTIONS).held == []
 
 
 def test_review_findings_deduplicated_and_short():

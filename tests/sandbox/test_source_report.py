@@ -414,3 +414,50 @@ def test_code_built_at_run_time_is_unreadable_and_a_forged_ipython_frame_passes_
     opaque = [data for kind, data in reports if kind == "opaque"]
     assert opaque.count(b"a code object or function built at run time") == 4, opaque  # 2 replace, 2 functions
     assert b"syntax tree" in opaque, opaque
+
+
+# Routes by which a library builds a code object or a function for the student, calling what it was handed:
+# `copy`'s reconstruction was found by a red-team pass (105/105, no note); the rest are its class.
+LIBRARY_BUILDERS = {
+    "copy-reduce": '''
+        import copy, functools
+        class Rebuilt:
+            def __reduce_ex__(self, protocol):
+                return functools.partial(CODE.replace, co_names=("T",)), ()
+        built = copy.copy(Rebuilt())''',
+    "exit-stack": '''
+        import contextlib
+        with contextlib.ExitStack() as stack:
+            stack.callback(CODE.replace, co_names=("T",))''',
+    "weakref-finalize": '''
+        import weakref
+        class Anything:
+            pass
+        thing = Anything()
+        weakref.finalize(thing, CODE.replace, co_names=("T",))
+        del thing''',
+    "thread": '''
+        import threading
+        worker = threading.Thread(target=CODE.replace, kwargs={"co_names": ("T",)})
+        worker.start(); worker.join()''',
+    "executor": '''
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(CODE.replace, co_names=("T",)).result()''',
+    "map": '''
+        list(map(lambda names: CODE.replace(co_names=names), [("T",)]))''',
+    "function-type-by-library": '''
+        import functools
+        functools.reduce(lambda made, code: type(lambda: 0)(code, {}), [CODE], None)''',
+}
+
+
+@pytest.mark.parametrize("route", LIBRARY_BUILDERS)
+def test_code_built_for_the_student_by_a_library_is_unreadable(tmp_path, route):
+    """Whoever calls the constructor, a code object or function built while the student's code can run is
+    unreadable: a library frame that calls what it is handed builds it for them (red team: `copy.copy` of an
+    object whose `__reduce_ex__` returned `code.replace`)."""
+    reports, status = _reports("CODE = (lambda x: x.Q).__code__\n" + textwrap.dedent(LIBRARY_BUILDERS[route]),
+                               tmp_path)
+    assert status == 0
+    assert b"a code object or function built at run time" in [data for kind, data in reports if kind == "opaque"]
