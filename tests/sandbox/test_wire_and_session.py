@@ -46,6 +46,26 @@ def test_numbers_the_encoder_never_sends_are_malformed(data):
         wire.decode(data, [])
 
 
+@pytest.mark.parametrize("data", [[0] * (wire.MAX_ITEMS + 1), {"__tuple__": [0] * (wire.MAX_ITEMS + 1)},
+                                  {"__dict__": [["k", 0]] * (wire.MAX_ITEMS + 1)}, {"__dict__": [1]},
+                                  {"__dict__": [["k", 0, 1]]}, {"__tuple__": "abc"}, "x" * (wire.MAX_TEXT + 2)],
+                         ids=["list", "tuple", "dict", "dict-item", "dict-triple", "tuple-text", "text"])
+def test_containers_and_texts_the_encoder_never_sends_are_malformed(data):
+    """The encoder sends at most MAX_ITEMS items a container and cuts every text; the trusted side holds a
+    reply to the same bounds (a red-team runner sent replies of a million items, decoded in full)."""
+    with pytest.raises(wire.WireError):
+        wire.decode(data, [])
+
+
+def test_the_largest_values_the_encoder_sends_decode():
+    blobs = []
+    value = ([1] * (wire.MAX_ITEMS + 5), {str(i): i for i in range(wire.MAX_ITEMS + 5)}, "y" * 10_000,
+             (object(),) * 3)
+    back = wire.decode(wire.encode(value, blobs), blobs)
+    assert back[0] == [1] * wire.MAX_ITEMS and len(back[1]) == wire.MAX_ITEMS
+    assert back[2] == "y" * wire.MAX_TEXT + "…" and back[3][0].type_name == "object"
+
+
 def test_an_int_that_lies_about_itself_travels_as_its_own_value():
     class Big(int):
         def __abs__(self):

@@ -190,10 +190,12 @@ def decode(data: Any, blobs: Sequence[bytes], depth: int = 0) -> Any:
         raise WireError("value nested too deeply")
     if isinstance(data, int) and not isinstance(data, bool) and abs(data) >= EXACT_INT:
         raise WireError("integer out of range")
+    if isinstance(data, str) and len(data) > MAX_TEXT + 1:  # the encoder cuts every text (`short`)
+        raise WireError("text too long")
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if isinstance(data, list):
-        return [decode(v, blobs, depth + 1) for v in data]
+        return [decode(v, blobs, depth + 1) for v in _items(data)]
     if not isinstance(data, dict):
         raise WireError(f"unexpected {type(data).__name__}")
     if "__float__" in data:
@@ -205,14 +207,24 @@ def decode(data: Any, blobs: Sequence[bytes], depth: int = 0) -> Any:
         except ValueError:
             raise WireError("bad float") from None
     if "__tuple__" in data:
-        return tuple(decode(v, blobs, depth + 1) for v in data["__tuple__"])
+        return tuple(decode(v, blobs, depth + 1) for v in _items(data["__tuple__"]))
     if "__dict__" in data:
-        return {str(k): decode(v, blobs, depth + 1) for k, v in data["__dict__"]}
+        pairs = [pair for pair in _items(data["__dict__"]) if isinstance(pair, list) and len(pair) == 2]
+        if len(pairs) != len(data["__dict__"]):
+            raise WireError("bad dict item")
+        return {short(k): decode(v, blobs, depth + 1) for k, v in pairs}
     if "__tensor__" in data:
         return TensorSpec.from_wire(data, blobs)
     if "__object__" in data:
-        return OpaqueObject(str(data["__object__"]), str(data.get("repr", "")))
+        return OpaqueObject(short(data["__object__"], MAX_NAME * 4), short(data.get("repr", "")))
     raise WireError("unknown value tag")
+
+
+def _items(data: Any) -> list:
+    """A container's items as the encoder sends them: a list of at most MAX_ITEMS, else malformed."""
+    if not isinstance(data, list) or len(data) > MAX_ITEMS:
+        raise WireError("container too long" if isinstance(data, list) else "bad container")
+    return data
 
 
 class OpaqueObject:
