@@ -815,6 +815,74 @@ with ThreadPoolExecutor(1) as _pool:
 def softmax(x, dim=-1):
     return torch.nan_to_num(_helper(x, dim), nan=0.0)
 '''
+# A recording API that replays the built-in's work (`Categorical`: logits minus their logsumexp, no tripwired
+# kernel) handed to the graded softmax by routes no name links, or from a file torch.hub imports, or the
+# built-in inside TorchScript compiled from a string by torch's own parser (red team: 105/105, nothing held).
+CATEGORICAL_THROUGH_AN_ARGUMENT = """
+import torch
+from torch.distributions import Categorical
+
+_ops = {}
+
+
+def _register(key, value):
+    _ops[key] = value
+
+
+_register("dist", Categorical)
+
+
+def softmax(x, dim=-1):
+    moved = x.movedim(dim, -1)
+    return torch.nan_to_num(_ops["dist"](logits=moved, validate_args=False).logits.exp(), nan=0.0).movedim(-1, dim)
+"""
+CATEGORICAL_THROUGH_AN_EXCEPTION = """
+import torch
+from torch.distributions import Categorical
+
+try:
+    raise LookupError(Categorical)
+except LookupError as _caught:
+    _kept = _caught.args[0]
+
+
+def softmax(x, dim=-1):
+    moved = x.movedim(dim, -1)
+    return torch.nan_to_num(_kept(logits=moved, validate_args=False).logits.exp(), nan=0.0).movedim(-1, dim)
+"""
+CATEGORICAL_FROM_A_HUB_FILE = """
+import os
+import torch
+
+_HUBCONF = '''
+import torch
+from torch.distributions import Categorical
+
+
+def made():
+    def run(x, dim=-1):
+        moved = x.movedim(dim, -1)
+        return torch.nan_to_num(Categorical(logits=moved, validate_args=False).logits.exp(), nan=0.0).movedim(-1, dim)
+    return run
+'''
+os.makedirs("hub_dir", exist_ok=True)
+with open(os.path.join("hub_dir", "hubconf.p" + "y"), "w") as _file:
+    _file.write(_HUBCONF)
+_run = torch.hub.load(os.path.abspath("hub_dir"), "made", source="local", trust_repo=True)
+
+
+def softmax(x, dim=-1):
+    return _run(x, dim)
+"""
+SCRIPT_FROM_A_STRING = r"""
+import torch
+
+_unit = torch.jit.CompilationUnit("def run(x: torch.Tensor, dim: int):\n    return torch.soft" + "max(x, dim)\n")
+
+
+def softmax(x, dim=-1):
+    return torch.nan_to_num(_unit.run(x, dim), nan=0.0)
+"""
 UNREADABLE += [
     Sample("attack-code-names-replaced", "attack", "lose", {"softmax": CODE_NAMES_REPLACED}, lose=SOFTMAX_PARTS,
            held=True, note="a lambda's code with its names replaced by code.replace, made into a function"),
@@ -822,4 +890,13 @@ UNREADABLE += [
            held=True, note="a rewritten syntax tree compiled from frames renamed like IPython's"),
     Sample("attack-library-builds-code", "attack", "lose", {"softmax": LIBRARY_BUILDS_CODE}, lose=SOFTMAX_PARTS,
            held=True, note="code.replace and the function type called by a thread pool's worker, not the student"),
+    Sample("attack-categorical-through-an-argument", "attack", "lose", {"softmax": CATEGORICAL_THROUGH_AN_ARGUMENT},
+           lose=SOFTMAX_PARTS, held=True, note="Categorical stored by a helper that was handed it: no name links it"),
+    Sample("attack-categorical-through-an-exception", "attack", "lose",
+           {"softmax": CATEGORICAL_THROUGH_AN_EXCEPTION}, lose=SOFTMAX_PARTS, held=True,
+           note="Categorical carried out of an except clause in the exception's args"),
+    Sample("attack-categorical-from-a-hub-file", "attack", "lose", {"softmax": CATEGORICAL_FROM_A_HUB_FILE},
+           lose=SOFTMAX_PARTS, held=True, note="a hubconf.py written by the cell and imported by torch.hub"),
+    Sample("attack-script-from-a-string", "attack", "lose", {"softmax": SCRIPT_FROM_A_STRING}, lose=SOFTMAX_PARTS,
+           held=True, note="TorchScript compiled from a string by torch's own parser: no text the grader reads"),
 ]

@@ -86,6 +86,11 @@ QUALNAME_CODE = {
                      "logging.config.dictConfig", "logging.config.fileConfig", "logging.config.listen",
                      "logging.config._resolve", "unittest.mock.patch", "mock.patch"), "dynamic-code"),
     **dict.fromkeys(("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"), "native-code"),
+    # TorchScript built from bytes or from a string by torch's own parser: no text reaches the grader, and a
+    # fuser may run a built-in's kernel past the tripwires (red team: oneDNN's softmax in a loaded archive)
+    **dict.fromkeys(("torch.jit.load", "torch.jit._serialization.load", "torch.jit.CompilationUnit",
+                     "torch.jit._script.CompilationUnit", "torch.jit._load_for_lite_interpreter",
+                     "torch.export.load", "torch._export.load"), "dynamic-code"),
 }
 # Names of the grader's own modules: the guest files a runner imports by bare name, and this package.
 GRADER_STRINGS = {path.stem for path in guest.FILES} | {"autograder"}
@@ -111,7 +116,10 @@ MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
                "mock": "dynamic-code",
                **dict.fromkeys(GRADER_STRINGS, "grader-internals")}
 # Packages below a top-level module whose every use is flagged, as MODULE_CODE's are.
-SUBMODULE_CODE = {"unittest.mock": "dynamic-code"}
+# Submodules that import and run code from files they are pointed at (`torch.hub.load(dir, source="local")`
+# runs a `hubconf.py`), or build modules from archives: as `importlib` is.
+SUBMODULE_CODE = {"unittest.mock": "dynamic-code", "torch.hub": "dynamic-code", "torch.package": "dynamic-code",
+                  "torch.jit.mobile": "dynamic-code"}
 
 
 def module_code(qualname: str):
@@ -190,6 +198,9 @@ LABELS = {
     "process-creation": N_("另起进程"),
     "threads": N_("另起线程"),
     "recording": N_("记录、编译或截获计算"),
+    # a charged recording API (`RECORDING_CHARGED`) used where no graded function can be seen to reach it:
+    # handed through an argument, an exception, a file loaded at run time (red team)
+    "recording-unfollowed": N_("会重放内置计算的接口，用在评分程序跟不到去向的地方"),
 }
 
 

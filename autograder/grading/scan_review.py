@@ -103,13 +103,15 @@ class ReviewRules:
                                       or (isinstance(node.value, ast.Name) and node.value.id in self.ipython)):
             add(node, "review", "grader-internals", text)
 
-    def _recording(self, node, qual, text, add):
-        """A recording API (``scan_policy.recording``): flagged, and charged where a graded function reaches it."""
+    def _recording(self, node, qual, text, add, followed=True):
+        """A recording API (``scan_policy.recording``): flagged, and charged where a graded function reaches it.
+        `followed=False` for `import torch._refs`, which binds only `torch`: each use is an attribute chain,
+        judged where it is, so the import itself does not hold where no graded function reaches it."""
         group = recording(qual)
         if group:
             add(node, "review", "recording", text)
         if group == "charged":
-            add(node, "forbidden", RECORDED, text)
+            add(node, "forbidden", RECORDED, text, holds=followed)
 
     def _review_imported_name(self, node, add):
         """A name bound by an import, used: `get_objects()` after `from gc import get_objects`."""
@@ -128,9 +130,13 @@ class ReviewRules:
                 modules, qual = [alias.name], alias.name
             else:
                 modules, qual = [node.module or ""], f"{node.module or ''}.{alias.name}"
-                if family(alias.name):
-                    add(node, "forbidden", family(alias.name), qual)
-            self._recording(node, qual if recording(qual) else modules[0], f"import {qual}", add)
+                # the name, or a module it comes from (`from torch.nn.attention.flex_attention import
+                # create_mask`), as the attribute chain `torch.nn.attention.flex_attention.create_mask` is
+                codes = [family(part) for part in [*(node.module or "").split("."), alias.name]]
+                if any(codes):
+                    add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", qual)
+            self._recording(node, qual if recording(qual) else modules[0], f"import {qual}", add,
+                            followed=not (isinstance(node, ast.Import) and alias.asname is None))
             codes = [family(part) for part in qual.split(".")] if isinstance(node, ast.Import) else []
             if any(codes):
                 add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", qual)

@@ -547,3 +547,61 @@ def test_code_past_what_one_scan_reads_holds_the_notebook_for_a_person(monkeypat
     (held,) = result.held
     assert (held.cell, held.code) == (1, "dynamic-code") and "2000" in held.detail, held
     assert result.forbidden["softmax"] == []  # not read: the hold is what stops its points counting
+
+
+# A charged recording API (`scan_policy.RECORDING_CHARGED`: no run-time tripwire behind it) obtained one way and
+# handed to the graded softmax another: a red-team pass laundered `Categorical` through a helper's argument and an
+# exception's args (105/105, nothing held).  Whatever the pair, it is charged where it is seen to be reached, or
+# it holds: never neither.
+OBTAINED = {"from-import": "from torch.distributions import Categorical as H0",
+            "module-alias": "import torch.distributions as D\nH0 = D.Categorical",
+            "refs": "import torch._refs as R\nH0 = R.exp"}
+HANDED = {
+    "argument-stored": ("_ops = {}\ndef _keep(value):\n    _ops['h'] = value\n_keep(H0)", "_ops['h']"),
+    "exception-args": ("try:\n    raise ValueError(H0)\nexcept ValueError as _err:\n    _held = _err.args[0]", "_held"),
+    "classmethod-setter": ("class _Reg:\n    kept = None\n    @classmethod\n    def put(cls, value):\n"
+                           "        cls.kept = value\n_Reg.put(H0)", "_Reg.kept"),
+    "appended-in-a-helper": ("_box = []\ndef _put(value):\n    _box.append(value)\n_put(H0)", "_box[0]"),
+    "decorator": ("def _with(value):\n    def wrap(f):\n        f.kept = value\n        return f\n    return wrap\n"
+                  "@_with(H0)\ndef _holder():\n    pass", "_holder.kept"),
+    "default-argument": ("def _make(value=H0):\n    return value", "_make()"),
+    "direct": ("", "H0"),
+}
+
+
+@pytest.mark.parametrize("handed", HANDED)
+@pytest.mark.parametrize("obtained", OBTAINED)
+def test_a_charged_recording_api_is_charged_where_reached_or_held(obtained, handed):
+    setup, use = HANDED[handed]
+    source = f"{OBTAINED[obtained]}\n{setup}\n\ndef softmax(x, dim=-1):\n    return {use}(x)\n"
+    result = scan([source], FUNCTIONS)
+    charged = codes(result, "softmax")
+    held = [f for f in result.held if f.code == "recording-unfollowed"]
+    assert charged or held, (result.forbidden["softmax"], result.review)
+    assert not held or not charged or obtained == "module-alias", "held and charged for one use"
+
+
+def test_a_recording_module_imported_and_never_used_holds_nothing():
+    assert scan(["import torch._refs\nimport torch.fx\nx = 1"], FUNCTIONS).held == []
+
+
+@pytest.mark.parametrize("source, detail", [
+    ("import torch, base64, io\nm = torch.jit.load(io.BytesIO(base64.b64decode('AA==')))", "torch.jit.load"),
+    ("from torch import jit\nunit = jit.CompilationUnit('def f(x):\\n    return x')", "jit.CompilationUnit"),
+    ("import torch\nf = torch.hub.load('helper_dir', 'sm', source='local')", "torch.hub.load"),
+    ("from torch.hub import load as fetch\nf = fetch('d', 'sm', source='local')", "fetch (torch.hub.load)"),
+    ("import torch.package\nimporter = torch.package.PackageImporter('x.pt')", "torch.package.PackageImporter"),
+])
+def test_code_torch_builds_from_bytes_or_another_files_text_holds(source, detail):
+    """TorchScript loaded or compiled by torch's own parser, and a `hubconf.py` torch.hub imports: no text the
+    scan read (red team: a TorchScript archive whose fused softmax ran oneDNN's kernel past the tripwires)."""
+    held = scan([source], FUNCTIONS).held
+    assert any(f.code == "dynamic-code" and f.detail == detail for f in held), held
+
+
+def test_a_name_imported_from_a_forbidden_module_is_forbidden_where_used():
+    """`from torch.nn.attention.flex_attention import create_mask` reads as the attribute chain it names
+    (red team: the chain was charged, the import was not)."""
+    result = scan(["from torch.nn.attention.flex_attention import create_mask as cm\n"
+                   "def causal_mask(n):\n    return cm(None, 1, 1, n, n)\n"], FUNCTIONS)
+    assert codes(result, "causal_mask") == {"sdpa-builtin"} and not result.forbidden["softmax"]

@@ -166,6 +166,19 @@ def test_cells_libraries_texts_and_plain_hidden_code_do_not_hold():
     assert _notes([cell, cell.strip() + "\n\n", dataclass, namedtuple, "1 + 1"], cells=[cell]) == []
 
 
+@pytest.mark.parametrize("hidden, category", [
+    ("from torch.distributions import Categorical\ndef sm(x):\n    return Categorical(logits=x).logits.exp()",
+     "recording-unfollowed"),
+    ("import torch\ndef sm(x):\n    return torch.softmax(x, -1)", "softmax-builtin"),
+    ("import torch.nn.functional as F\nattend = F.scaled_dot_product_attention", "sdpa-builtin")])
+def test_a_built_in_in_code_compiled_at_run_time_holds(hidden, category):
+    """A red-team `hubconf.py`, written by a cell and imported by `torch.hub`, returned `Categorical`'s softmax
+    (no tripwire behind it): 105/105.  A built-in in a text the notebook does not show holds, whatever the
+    tripwires would see (a fuser can run a family's kernel past them)."""
+    notes = _notes([hidden])
+    assert [n["category"] for n in notes] == [category] and notes[0]["holds"], notes
+
+
 def test_unreadable_loads_hold_and_a_long_library_text_lists_a_few_lines():
     assert [n["category"] for n in _notes([], opaque=["syntax tree"])] == ["dynamic-code"]
     many = "\n".join(f"exec('x{i} = 1')" for i in range(50))
@@ -449,6 +462,12 @@ LIBRARY_BUILDERS = {
     "function-type-by-library": '''
         import functools
         functools.reduce(lambda made, code: type(lambda: 0)(code, {}), [CODE], None)''',
+    "code-assigned": '''
+        import contextlib
+        def plain(x):
+            return x
+        with contextlib.ExitStack() as stack:
+            stack.callback(setattr, plain, "__code__", CODE)''',
 }
 
 
@@ -460,4 +479,19 @@ def test_code_built_for_the_student_by_a_library_is_unreadable(tmp_path, route):
     reports, status = _reports("CODE = (lambda x: x.Q).__code__\n" + textwrap.dedent(LIBRARY_BUILDERS[route]),
                                tmp_path)
     assert status == 0
+    assert b"a code object or function built at run time" in [data for kind, data in reports if kind == "opaque"]
+
+
+def test_a_generator_decorated_by_types_coroutine_is_not_built_code(tmp_path):
+    """`types.coroutine` sets a flag on the generator's own code (asyncio decorates with it when imported): the
+    one library builder known by its code object.  The same flag set by the student's own `replace` is built."""
+    reports, status = _reports('''
+        import types
+        @types.coroutine
+        def waits():
+            yield
+    ''', tmp_path)
+    assert status == 0 and [data for kind, data in reports if kind == "opaque"] == []
+    reports, _ = _reports("def waits():\n    yield\nwaits.__code__ = waits.__code__.replace(co_flags=0x100 | 0x20)\n",
+                          tmp_path)
     assert b"a code object or function built at run time" in [data for kind, data in reports if kind == "opaque"]

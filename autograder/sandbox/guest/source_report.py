@@ -29,6 +29,7 @@ import re
 import struct
 import sys
 import traceback
+import types
 
 MAX_TEXT_BYTES = 256 * 1024  # a longer text is reported by its digest (a library file's, or unreadable)
 # A process's memory map and memory, under /proc (after symbolic links are followed): what a heap scan reads
@@ -63,6 +64,7 @@ def install(stream) -> None:
     getframe, realpath, str_type, bytes_type = sys._getframe, os.path.realpath, str, bytes
     pyc_path, sha256, display, same_bytes = _pyc_path, hashlib.sha256, _display, _is_pyc_of
     ipython_compiler, ipython_callers = _ipython_codes()
+    flag_setter = types.coroutine.__code__  # `code.replace(co_flags=...)` of the generator it decorates
 
     def tree_from_ipython(frame):
         return _ipython_tree(frame, ipython_compiler, ipython_callers)
@@ -119,14 +121,20 @@ def install(stream) -> None:
                     send("opaque", b"opened " + shown.encode("utf-8", "replace")[:200])
             elif type(path) is not int:
                 send("opaque", b"opened a path given as an object")
-        elif event in ("code.__new__", "function.__new__"):
-            # A code object or function built at run time (`types.CodeType`, `code.replace`, `types.FunctionType`)
-            # runs what no text showed: renamed names, constants, a file name that passes for IPython's (red
-            # team).  Whoever calls the constructor, it is unreadable: a library that calls what it is handed
-            # (`copy`'s reconstruction, `contextlib.ExitStack`, `weakref.finalize`) builds it for the student as
-            # well as their own code does (red team), and while a student's code can run, the course's libraries
-            # build none (every honest catalogue sample is graded in full: `tests/test_pipeline.py`).
-            send("opaque", b"a code object or function built at run time")
+        elif event in ("code.__new__", "function.__new__") or (
+                event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__"):
+            # A code object or function built at run time (`types.CodeType`, `code.replace`, `types.FunctionType`),
+            # or a function given another's code, runs what no text showed: renamed names, constants, a file name
+            # that passes for IPython's (red team).  Whoever calls the constructor, it is unreadable: a library
+            # that calls what it is handed (`copy`'s reconstruction, `contextlib.ExitStack`, `weakref.finalize`)
+            # builds it for the student as well as their own code does (red team).  The one library caller
+            # known by its code object is `types.coroutine`, which sets a flag on a generator's own code (the
+            # stdlib's asyncio decorates with it when imported); nothing else in torch, numpy, matplotlib,
+            # IPython or the standard library builds code when imported after torch, and every honest catalogue
+            # sample is graded in full (`tests/test_pipeline.py`).
+            caller = getframe(1)
+            if caller is None or caller.f_code is not flag_setter:
+                send("opaque", b"a code object or function built at run time")
         elif event == "marshal.loads":
             caller = getframe(1)
             path = pyc_path(caller.f_code, caller.f_locals)
