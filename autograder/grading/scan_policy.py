@@ -5,6 +5,7 @@ reviewing the notebook sees (``LABELS``).  The forbidden families themselves
 are defined once, with the runner's tripwire, in ``sandbox/guest/forbidden.py``.
 """
 import re
+import sys
 
 from ..i18n import N_
 from ..sandbox import guest
@@ -59,6 +60,11 @@ RECONSTRUCTION = {"__reduce__", "__reduce_ex__", "__copy__", "__deepcopy__", "__
                   "__getnewargs_ex__", "_reconstruct", "codeobj"}
 REVIEW_ATTRS["dynamic-code"] |= RECONSTRUCTION
 ATTR_CODE = {name: code for code, names in REVIEW_ATTRS.items() for name in names}
+# Top-level modules that other modules hold as attributes (`torch.os`, `torch.nn.functional.torch`): a dotted
+# name through one of them is read from there on (`_Scanner.qualname`).
+TOP_LEVEL_MODULES = frozenset(sys.stdlib_module_names) | {
+    "torch", "numpy", "scipy", "IPython", "matplotlib", "sympy", "pandas", "functorch", "typing_extensions",
+    "yaml", "dill", "cloudpickle", "joblib", "mock", "nbformat", "traitlets", "ipykernel", "jupyter_client"}
 # Qualified names (after the student's import aliases) whose last part is too common to flag alone.
 QUALNAME_CODE = {
     **dict.fromkeys(("sys._getframe", "inspect.currentframe", "inspect.stack", "inspect.trace",

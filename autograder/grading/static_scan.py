@@ -58,6 +58,7 @@ from .scan_policy import (
     RAW_MEMORY,
     RECONSTRUCTION,
     STAR_NAMES,
+    TOP_LEVEL_MODULES,
     family,
     module_code,
 )
@@ -300,7 +301,15 @@ class _Scanner(ReviewRules):
             node = node.value
         if not isinstance(node, ast.Name):
             return None
-        return ".".join([self.aliases.get(node.id, node.id), *reversed(parts)])
+        names = ".".join([self.aliases.get(node.id, node.id), *reversed(parts)]).split(".")
+        if self.module_like(node.id):
+            # A module reached as another module's attribute is that module (`F.torch.distributions` is
+            # `torch.distributions`, `torch.os.popen` is `os.popen`): every table is keyed by a module's own
+            # name (red team: `F.torch.distributions.Categorical`, `torch.os.popen` matched none)
+            for index in range(len(names) - 2, 0, -1):
+                if names[index] in TOP_LEVEL_MODULES:
+                    return ".".join(names[index:])
+        return ".".join(names)
 
     def _owns(self, attribute):
         """Whether `attribute`'s object is the student's: self/cls, or a module-level name they made.

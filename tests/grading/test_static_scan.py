@@ -605,3 +605,28 @@ def test_a_name_imported_from_a_forbidden_module_is_forbidden_where_used():
     result = scan(["from torch.nn.attention.flex_attention import create_mask as cm\n"
                    "def causal_mask(n):\n    return cm(None, 1, 1, n, n)\n"], FUNCTIONS)
     assert codes(result, "causal_mask") == {"sdpa-builtin"} and not result.forbidden["softmax"]
+
+
+@pytest.mark.parametrize("source, category", [
+    ("p = torch.os.popen('python -c 1 &')", "process-creation"),
+    ("ctx = torch.multiprocessing.get_context('spawn')", "process-creation"),
+    ("m = torch.sys.modules[name]", "dynamic-code"),
+    ("m = F.torch.jit.load(blob)", "dynamic-code"),
+    ("f = F.torch.hub.load('d', 'made', source='local')", "dynamic-code"),
+    ("import numpy as np\nk = np.os.kill", "other-processes"),
+])
+def test_a_module_reached_as_another_modules_attribute_is_read_as_itself(source, category):
+    """Red team: `F.torch.distributions`, `torch.os.popen`, `F.torch.jit.load` matched no table, which are keyed
+    by a module's own name; read from the module they reach, they hold as the plain spelling does."""
+    assert category in {f.code for f in scan([source], FUNCTIONS).held}
+
+
+def test_a_charged_api_reached_through_another_module_is_charged():
+    source = "def softmax(x, dim=-1):\n    return F.torch.distributions.Categorical(logits=x).logits.exp()\n"
+    assert codes(scan([source], FUNCTIONS), "softmax") == {"softmax-builtin"}
+
+
+def test_ordinary_module_attributes_are_not_read_as_other_modules():
+    source = ("import numpy as np\nrng = np.random.default_rng(0)\ntorch.random.manual_seed(0)\n"
+              "with torch.profiler.profile() as prof:\n    pass\nclass Box:\n    pass\nb = Box()\nb.os = 1\ny = b.os.real\n")
+    assert scan([source], FUNCTIONS).held == []
