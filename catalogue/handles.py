@@ -877,7 +877,8 @@ def softmax(x, dim=-1):
 SCRIPT_FROM_A_STRING = r"""
 import torch
 
-_unit = torch.jit.CompilationUnit("def run(x: torch.Tensor, dim: int):\n    return torch.ops.aten.soft" + "max(x, dim)\n")
+_TEXT = "def run(x: torch.Tensor, dim: int):\n    return torch.ops.aten.soft" + "max(x, dim)\n"
+_unit = torch.jit.CompilationUnit(_TEXT)
 
 
 def softmax(x, dim=-1):

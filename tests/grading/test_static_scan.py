@@ -628,5 +628,6 @@ def test_a_charged_api_reached_through_another_module_is_charged():
 
 def test_ordinary_module_attributes_are_not_read_as_other_modules():
     source = ("import numpy as np\nrng = np.random.default_rng(0)\ntorch.random.manual_seed(0)\n"
-              "with torch.profiler.profile() as prof:\n    pass\nclass Box:\n    pass\nb = Box()\nb.os = 1\ny = b.os.real\n")
+              "with torch.profiler.profile() as prof:\n    pass\n"
+              "class Box:\n    pass\nb = Box()\nb.os = 1\ny = b.os.real\n")
     assert scan([source], FUNCTIONS).held == []
