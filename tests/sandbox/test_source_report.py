@@ -495,3 +495,18 @@ def test_a_generator_decorated_by_types_coroutine_is_not_built_code(tmp_path):
     reports, _ = _reports("def waits():\n    yield\nwaits.__code__ = waits.__code__.replace(co_flags=0x100 | 0x20)\n",
                           tmp_path)
     assert b"a code object or function built at run time" in [data for kind, data in reports if kind == "opaque"]
+
+
+def test_a_process_started_is_unreadable_unless_ipython_runs_a_command_line(tmp_path):
+    """Red team: `torch.os.popen` started a fresh interpreter, with no tripwires and no hook, whose output of
+    `F.softmax` came back through files (105/105).  Any process started while the student's code can run is
+    unreadable; IPython's `!command` is not (the scan reads its command line)."""
+    reports, status = _reports('''
+        import os, subprocess
+        subprocess.run(["true"])
+        os.system("true")
+    ''', tmp_path)
+    opaque = [data for kind, data in reports if kind == "opaque"]
+    assert status == 0 and {b"started a process: subprocess.Popen", b"started a process: os.system"} <= set(opaque)
+    reports, status = _reports('shell.system("true")\nshell.getoutput("true")\n', tmp_path)
+    assert status == 0 and [data for kind, data in reports if kind == "opaque"] == []
