@@ -2,6 +2,8 @@
 
 Run in its own process by ``test_tripwires.py``: the tripwires change torch for good.
 """
+import importlib
+import io
 import json
 import sys
 from pathlib import Path
@@ -16,6 +18,9 @@ x = torch.randn(2, 3, 4, dtype=torch.float64)
 keep = torch.rand(2, 3, 4) < 0.5
 q = k = v = torch.randn(1, 2, 3, 4)
 f32 = x.float()
+_archive = io.BytesIO()
+torch.jit.save(torch.jit.script(torch.nn.Identity()), _archive)  # before the tripwires: a real TorchScript archive
+ARCHIVE = _archive.getvalue()
 ALIASES = {
     "torch.softmax": lambda: torch.softmax(x, -1),
     "torch.log_softmax": lambda: torch.log_softmax(x, -1),
@@ -61,6 +66,13 @@ ALIASES = {
     "nn.TransformerEncoderLayer": lambda: torch.nn.TransformerEncoderLayer(4, 1, batch_first=True).eval()(f32),
     "flex_attention": lambda: torch.nn.attention.flex_attention.flex_attention(q, k, v),
     "distributions.Categorical.probs": lambda: torch.distributions.Categorical(logits=x).probs,
+    # a softmax by logsumexp, reached by a name built at run time (red team: a resolver's string), and a
+    # TorchScript archive, whose fused softmax ran past the kernel tripwires
+    "distributions.Categorical.logits by a computed name": lambda: getattr(
+        importlib.import_module("torch." + "snoitubirtsid"[::-1]), "Categorical")(logits=x).logits.exp(),
+    "torch.jit.load": lambda: torch.jit.load(io.BytesIO(ARCHIVE)),
+    "torch.load of an archive": lambda: torch.load(io.BytesIO(ARCHIVE), weights_only=False),
+    "torch._C.import_ir_module": lambda: torch._C.import_ir_module(None, "x.pt", None, {}, False),
 }
 
 

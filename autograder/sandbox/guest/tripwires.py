@@ -34,7 +34,15 @@ import types
 import warnings
 from typing import Callable
 
-from forbidden import KERNEL_KEYS, PY_NAMESPACES, blocked, code_of_blocked, forbidden_ops
+from forbidden import (
+    BLOCKED_ENTRY_POINTS,
+    KERNEL_KEYS,
+    PY_NAMESPACES,
+    blocked,
+    blocked_module,
+    code_of_blocked,
+    forbidden_ops,
+)
 from messages import FORBIDDEN_KERNEL, _
 
 # The global each replaced body calls, set in its module's namespace (a name outside the families).
@@ -66,7 +74,8 @@ def install(runner) -> None:
         _HOOKS[:] = [hook]
         for fn in [o for o in gc.get_objects() if isinstance(o, types.FunctionType)]:
             # A method of a softmax class computes one whatever its own name (`SoftmaxTransform._call`).
-            if _in_library(fn) and (blocked(fn.__name__) or code_of_blocked(fn.__qualname__) == "softmax-builtin"):
+            if _in_library(fn) and (blocked(fn.__name__) or code_of_blocked(fn.__qualname__) == "softmax-builtin"
+                                    or blocked_module(fn.__module__)):
                 replace_body(fn, hook)
         _replace_entry_points(hook)
         _override_kernels(runner)
@@ -124,6 +133,14 @@ def _replace_entry_points(hook: Callable) -> None:
                     setattr(owner, attr, entry_point(f"{path}.{attr}", hook))
                 except (AttributeError, TypeError):
                     pass
+    for path, attrs in BLOCKED_ENTRY_POINTS.items():  # a Python function gets a new body, a C one a stand-in
+        owner = sys.modules.get(path)
+        for attr in attrs:
+            value = getattr(owner, attr, None)
+            if isinstance(value, types.FunctionType):
+                replace_body(value, hook)
+            elif callable(value) and not isinstance(value, type):
+                setattr(owner, attr, entry_point(f"{path}.{attr}", hook))
     # The decomposition tables map an op to the Python function that computes it from simpler ops.
     tables = [decomp.decomposition_table, *decomp.global_decomposition_table.values()]
     for table in {id(t): t for t in tables}.values():
