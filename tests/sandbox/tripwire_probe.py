@@ -68,8 +68,8 @@ ALIASES = {
     "distributions.Categorical.probs": lambda: torch.distributions.Categorical(logits=x).probs,
     # a softmax by logsumexp, reached by a name built at run time (red team: a resolver's string), and a
     # TorchScript archive, whose fused softmax ran past the kernel tripwires
-    "distributions.Categorical.logits by a computed name": lambda: getattr(
-        importlib.import_module("torch." + "snoitubirtsid"[::-1]), "Categorical")(logits=x).logits.exp(),
+    "distributions.Categorical.logits by a computed name": lambda: importlib.import_module(
+        "torch." + "snoitubirtsid"[::-1]).Categorical(logits=x).logits.exp(),
     "torch.jit.load": lambda: torch.jit.load(io.BytesIO(ARCHIVE)),
     "torch.load of an archive": lambda: torch.load(io.BytesIO(ARCHIVE), weights_only=False),
     "torch._C.import_ir_module": lambda: torch._C.import_ir_module(None, "x.pt", None, {}, False),
