@@ -142,6 +142,7 @@ IPYTHON_CODE_METHODS = {"run_cell", "run_cell_async", "ex", "ev", "run_code", "r
 # these programs, no shell syntax.  Any other `!` command runs what the scan cannot read.
 READ_ONLY_COMMANDS = {"nvidia-smi", "ls", "pwd", "nproc", "free", "lscpu", "uname", "whoami", "date", "df",
                       "pip list", "pip show", "pip freeze", "python --version", "hostname"}
+READ_ONLY_FILTERS = {"grep", "head", "tail", "wc"}  # what such a command's output may be piped through
 # Calls of these with only lambdas and numbers time the student's own function (`timeit.timeit(lambda:
 # softmax(x), number=100)`): flagged, never held.  A string statement or `globals` is source text run.
 TIMING_CALLS = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}

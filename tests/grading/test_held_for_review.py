@@ -159,6 +159,8 @@ FREE = [
     "import pdb\nif False:\n    pdb.set_trace()",
     # and a third
     "get_ipython().system('nvidia-smi')",
+    "get_ipython().system('pip list | grep torch')",  # a fourth pass: held for the pipe
+    "get_ipython().system('nvidia-smi | head -n 15')",
     "from typing import Literal\ndef pick_dim(dim: \"Literal[-1, 0]\" = -1):\n    return dim",
     "def f(x: 'torch.Tensor | None') -> 'torch.Tensor':\n    return x",
 ]
@@ -285,3 +287,9 @@ def test_frames_and_the_tripwires_hook_hold_however_they_are_reached(source):
     """A tenth red-team pass reached the runner through the hook's bound method and frames through
     `traceback.walk_stack` and `sys._current_frames`, none of them flagged."""
     assert scan([HAND_SOFTMAX, source], FUNCTIONS).held
+
+
+@pytest.mark.parametrize("line", ["pip list | sh", "ls | xargs rm", "pip list || python x.py", "pip list | grep x > f",
+                                  "pip install x | grep y", "ls | grep $(python x.py)"])
+def test_a_shell_line_that_does_more_than_look_holds(line):
+    assert scan([HAND_SOFTMAX, f"get_ipython().system({line!r})"], FUNCTIONS).held
