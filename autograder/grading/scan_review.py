@@ -6,6 +6,7 @@ name graph; the tables these rules apply are in ``scan_policy.py``.
 import ast
 import re
 
+from ..sandbox.guest import forbidden
 from .scan_ast import folded_string, is_call_to, is_ipython_call, root_name, short
 from .scan_policy import (
     ATTR_CODE,
@@ -107,12 +108,14 @@ class ReviewRules:
     def _recording(self, node, qual, text, add, followed=True):
         """A recording API (``scan_policy.recording``): flagged, and charged where a graded function reaches it.
         `followed=False` for `import torch._refs`, which binds only `torch`: each use is an attribute chain,
-        judged where it is, so the import itself does not hold where no graded function reaches it."""
+        judged where it is, so the import itself does not hold where no graded function reaches it.  Nor does
+        a module the runner's tripwires block whole (`forbidden.BLOCKED_MODULES`: a dropout demo's `Bernoulli`
+        in a scratch cell holds nothing; a graded function that reaches it is still charged)."""
         group = recording(qual)
         if group:
             add(node, "review", "recording", text)
-        if group == "charged":
-            add(node, "forbidden", RECORDED, text, holds=followed)
+        if group == "charged":  # what the runner blocks whole, whatever name reaches it, need not hold anywhere
+            add(node, "forbidden", RECORDED, text, holds=followed and not forbidden.blocked_module(qual))
 
     def _review_imported_name(self, node, add):
         """A name bound by an import, used: `get_objects()` after `from gc import get_objects`."""

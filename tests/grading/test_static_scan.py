@@ -553,9 +553,11 @@ def test_code_past_what_one_scan_reads_holds_the_notebook_for_a_person(monkeypat
 # handed to the graded softmax another: a red-team pass laundered `Categorical` through a helper's argument and an
 # exception's args (105/105, nothing held).  Whatever the pair, it is charged where it is seen to be reached, or
 # it holds: never neither.
-OBTAINED = {"from-import": "from torch.distributions import Categorical as H0",
-            "module-alias": "import torch.distributions as D\nH0 = D.Categorical",
-            "refs": "import torch._refs as R\nH0 = R.exp"}
+# (`torch.distributions` itself is blocked whole by the runner's tripwires, whatever name reaches it: the
+# tripwire probe; it is charged where reached and holds nothing elsewhere.)
+OBTAINED = {"from-import": "from torch._refs import exp as H0",
+            "module-alias": "import torch._refs as R\nH0 = R.exp",
+            "fx": "import torch.fx as fx\nH0 = fx.symbolic_trace"}
 HANDED = {
     "argument-stored": ("_ops = {}\ndef _keep(value):\n    _ops['h'] = value\n_keep(H0)", "_ops['h']"),
     "exception-args": ("try:\n    raise ValueError(H0)\nexcept ValueError as _err:\n    _held = _err.args[0]", "_held"),
@@ -631,3 +633,13 @@ def test_ordinary_module_attributes_are_not_read_as_other_modules():
               "with torch.profiler.profile() as prof:\n    pass\n"
               "class Box:\n    pass\nb = Box()\nb.os = 1\ny = b.os.real\n")
     assert scan([source], FUNCTIONS).held == []
+
+
+def test_a_module_the_runner_blocks_whole_is_charged_where_reached_and_holds_nothing_elsewhere():
+    """A dropout demo's `Bernoulli` in a scratch cell (red team: held an honest notebook); the runner raises for
+    any function of `torch.distributions`, however reached, so a graded function cannot use it unseen."""
+    demo = scan(["import torch.distributions as D\nmask = D.Bernoulli(0.5).sample((3,))"], FUNCTIONS)
+    assert demo.held == [] and not any(demo.forbidden.values())
+    used = scan(["def softmax(x, dim=-1):\n    return torch.distributions.Categorical(logits=x).logits.exp()\n"],
+                FUNCTIONS)
+    assert codes(used, "softmax") == {"softmax-builtin"}

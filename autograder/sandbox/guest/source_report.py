@@ -143,6 +143,12 @@ def install(stream) -> None:
             # the scan reads the command line (only a few read-only programs pass it).
             if not _on_stack(getframe(1), shell_commands):
                 send("opaque", b"started a process: " + event.encode())
+        elif event == "pickle.find_class" or event.startswith("ctypes."):
+            # An unpickled object names any global, and ctypes reaches any library's symbols and any memory: a
+            # red-team pickle, unpickled by a library under another name (`jupyter_client`'s `pickle_unpacker`),
+            # built ctypes calls into torch's own CPU softmax kernel, which no dispatcher tripwire sees.  None
+            # happens in an honest notebook's run (every honest catalogue sample is graded in full).
+            send("opaque", b"native code, raw memory or an unpickled global: " + event.encode()[:64])
         elif event == "marshal.loads":
             caller = getframe(1)
             path = pyc_path(caller.f_code, caller.f_locals)
