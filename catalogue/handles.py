@@ -884,6 +884,19 @@ _unit = torch.jit.CompilationUnit(_TEXT)
 def softmax(x, dim=-1):
     return torch.nan_to_num(_unit.run(x, dim), nan=0.0)
 """
+# torch._refs' pieces of a softmax, named only inside pickles that a library unpickles under another name
+# (`jupyter_client`'s `pickle_unpacker` is `pickle.loads`): the static read sees bytes (red team).
+PICKLED_REFS_BY_ANOTHER_NAME = """
+import torch
+from jupyter_client.session import pickle_unpacker
+
+_amax, _exp, _sum = (pickle_unpacker(b"ctorch._re" + b"fs\\n" + name + b"\\n.") for name in (b"amax", b"exp", b"sum"))
+
+
+def softmax(x, dim=-1):
+    shifted = _exp(x - _amax(x, dim, True))
+    return torch.nan_to_num(shifted / _sum(shifted, dim, True), nan=0.0)
+"""
 UNREADABLE += [
     Sample("attack-code-names-replaced", "attack", "lose", {"softmax": CODE_NAMES_REPLACED}, lose=SOFTMAX_PARTS,
            held=True, note="a lambda's code with its names replaced by code.replace, made into a function"),
@@ -899,6 +912,8 @@ UNREADABLE += [
            note="Categorical carried out of an except clause in the exception's args; the runner blocks it"),
     Sample("attack-categorical-from-a-hub-file", "attack", "lose", {"softmax": CATEGORICAL_FROM_A_HUB_FILE},
            lose=SOFTMAX_PARTS, held=True, note="a hubconf.py written by the cell and imported by torch.hub"),
+    Sample("attack-pickled-refs-by-another-name", "attack", "lose", {"softmax": PICKLED_REFS_BY_ANOTHER_NAME},
+           lose=SOFTMAX_PARTS, held=True, note="torch._refs named in pickles that jupyter_client unpickles"),
     Sample("attack-script-from-a-string", "attack", "lose", {"softmax": SCRIPT_FROM_A_STRING}, lose=SOFTMAX_PARTS,
            held=True, note="TorchScript compiled from a string by torch's own parser: no text the grader reads"),
 ]
