@@ -73,7 +73,11 @@ def install(stream) -> None:
     memory_files, any_pid = frozenset(_MEMORY_FILES), re.compile(r"/proc/\d+/")
     plain_paths = (pathlib.PosixPath, pathlib.PurePosixPath)
 
+    runner_pid, getpid = os.getpid(), os.getpid
+
     def send(kind, data, filename=None, digest=None):
+        if getpid() != runner_pid:  # a forked child: its start was reported by the runner already (`os.fork`),
+            return                  # and its writes would interleave with the runner's on the one stream
         header = dumps({"op": "compiled", "kind": kind, "filename": filename, "sha256": digest,
                         "blobs": [len(data)]}).encode()
         try:
