@@ -134,14 +134,11 @@ class ReviewRules:
                 modules, qual = [alias.name], alias.name
             else:
                 modules, qual = [node.module or ""], f"{node.module or ''}.{alias.name}"
-                # the name, or a module it comes from (`from torch.nn.attention.flex_attention import
-                # create_mask`), as the attribute chain `torch.nn.attention.flex_attention.create_mask` is
-                codes = [family(part) for part in [*(node.module or "").split("."), alias.name]]
-                if any(codes):
-                    add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", qual)
             self._recording(node, qual if recording(qual) else modules[0], f"import {qual}", add,
                             followed=not (isinstance(node, ast.Import) and alias.asname is None))
-            codes = [family(part) for part in qual.split(".")] if isinstance(node, ast.Import) else []
+            # the name, or a module it comes from (`from torch.nn.attention.flex_attention import create_mask`
+            # reads as the attribute chain `torch.nn.attention.flex_attention.create_mask`)
+            codes = [family(part) for part in qual.split(".")]
             if any(codes):
                 add(node, "forbidden", "sdpa-builtin" if "sdpa-builtin" in codes else "softmax-builtin", qual)
             if module_code(modules[0]) or module_code(qual):

@@ -49,6 +49,7 @@ BLOCKED_MODULES = ("torch.distributions",)
 BLOCKED_ENTRY_POINTS = {"torch.jit._serialization": ("load",),  # `torch.jit.load`, and `torch.load` of an archive
                         "torch._C": ("import_ir_module", "import_ir_module_from_buffer", "_load_for_lite_interpreter",
                                      "_load_for_lite_interpreter_from_buffer", "_import_ir_module_from_package")}
+_BLOCKED_ENTRY_NAMES = frozenset(f"{module}.{attr}" for module, attrs in BLOCKED_ENTRY_POINTS.items() for attr in attrs)
 
 
 def blocked(name: str) -> bool:
@@ -63,8 +64,7 @@ def blocked_module(module: object) -> bool:
 
 def code_of_blocked(name: str) -> Optional[str]:
     """The misconception code of a blocked call ("aten::_softmax", "torch.nn.functional.softmax", ...)."""
-    if blocked_module(name.rsplit(".", 1)[0]) or any(
-            name == f"{module}.{attr}" for module, attrs in BLOCKED_ENTRY_POINTS.items() for attr in attrs):
+    if blocked_module(name.rsplit(".", 1)[0]) or name in _BLOCKED_ENTRY_NAMES:
         return "softmax-builtin"
     return next((code for code, (runtime, _) in FAMILIES.items() if runtime.search(name)), None)
 
