@@ -185,6 +185,20 @@ def test_unreadable_loads_hold_and_a_long_library_text_lists_a_few_lines():
     assert len(_notes([many])) == code_review.MAX_NOTES_PER_TEXT
 
 
+def test_notes_read_the_same_whatever_order_the_runners_threads_reported_in():
+    """Two gradings of one notebook must give the same feedback: a thread's report may arrive before or after
+    the main thread's (attack-odd-process-names: a thread's dlsym raced the runner's fork)."""
+    reports = [("opaque", b"started a process: os.fork"), ("opaque", b"native code: ctypes.dlsym"),
+               ("source", b"import torch.distributions"), ("opaque", b"native code: ctypes.dlopen")]
+    readings = []
+    for order in (reports, reports[::-1], reports[1:] + reports[:1]):
+        compiled = CompiledTexts()
+        for kind, data in order:
+            compiled.add(kind, [data])
+        readings.append(code_review.runtime_notes(compiled, [], lambda request: 3))
+    assert len(readings[0]) == 4 and readings[1] == readings[0] and readings[2] == readings[0], readings
+
+
 def test_the_trusted_side_reads_a_bounded_amount_of_run_time_code_and_holds_the_rest(monkeypatch):
     """Found by a red-team pass: 60 distinct texts of 250 KB, compiled by a 116 KB notebook, held the check
     service's one grader for 370 s of trusted-side scanning.  Past `MAX_SCANNED_BYTES` one note holds, unread;
