@@ -198,6 +198,34 @@ _by_hand = torch.softmax(_x @ _x.transpose(-2, -1) / 8 ** 0.5, dim=-1) @ _x
 print("same as PyTorch:", torch.allclose(_by_hand, F.scaled_dot_product_attention(_x, _x, _x), atol=1e-6))
 '''
 
+# The same self-checks above the `def`, as a student tries the built-in before writing their own: the runner
+# skips the statement that reaches the built-in and goes on with the cell (red team: 34 points lost, unnamed).
+CHECK_ABOVE_SOFTMAX = '''
+x_demo = torch.tensor([1.0, 2.0, 3.0])
+torch_says = torch.softmax(x_demo, dim=0)
+print("torch says:", torch_says)
+
+def _safe_div(a, b):
+    return a / torch.where(b > 0, b, torch.ones_like(b))
+
+def softmax(x, dim=-1):
+    top = x.amax(dim=dim, keepdim=True)
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    exps = torch.exp(x - top)
+    return _safe_div(exps, exps.sum(dim=dim, keepdim=True))
+'''
+CHECK_ABOVE_ATTENTION = '''
+q0 = k0 = v0 = torch.randn(1, 3, 4)
+print("reference:", F.scaled_dot_product_attention(q0, k0, v0).shape)
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError("k and v disagree on the number of positions")
+    scores = scale_scores(attention_scores(q, k), q.shape[-1])
+    weights = softmax(apply_mask(scores, mask), dim=-1)
+    return attention_output(weights, v), weights
+'''
+
 
 def _recorded(name, source, note, held=False):
     return Sample(name, "attack", "lose-all", {"softmax": source}, lose=SOFTMAX_PARTS, codes=("softmax-builtin",),
@@ -230,4 +258,7 @@ RECORDING = [
     Sample("fairness-decorators", "fairness", "full", DECORATED, note="lru_cache and no_grad decorators"),
     Sample("fairness-self-check-against-builtins", "fairness", "full", {"softmax": SELF_CHECK_SOFTMAX},
            append=(SELF_CHECK_CELL,), note="comparing with the built-in at module level costs nothing"),
+    Sample("fairness-builtin-tried-above-the-def", "fairness", "full",
+           {"softmax": CHECK_ABOVE_SOFTMAX, "scaled_dot_product_attention": CHECK_ABOVE_ATTENTION},
+           note="the built-ins printed above the student's own functions, in the answer cells themselves"),
 ]

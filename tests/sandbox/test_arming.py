@@ -33,6 +33,29 @@ def test_a_students_cell_cannot_use_a_builtin_even_at_module_level():
         assert session.get("w") is not None  # by hand still works
 
 
+def test_a_cell_goes_on_past_a_top_level_builtin_and_defines_its_functions_which_stay_armed():
+    """A self-check printed above the `def` ran in the student's kernel: grading skips that statement (and what
+    fails for want of its value), says so, and the rest of the cell runs; the function it defines is graded as
+    written, and any built-in inside it still raises (red team: 34 points lost, unnamed, for a print above a
+    correct `softmax`)."""
+    cells = [SETUP,
+             "ref = torch.softmax(x, 0)\nprint('torch says', ref)\n"
+             "def mine(t):\n    return torch.exp(t) / torch.exp(t).sum(-1, keepdim=True)\n"
+             "def theirs(t):\n    return torch.softmax(t, -1)\nafter = 1",
+             "raise ValueError('stop')\ndef unreached():\n    return 1",
+             "try:\n    theirs(x)\n    called = 'ran'\n" + CATCH.format(name="called")]
+    with _session(cells) as session:
+        outputs = session.run_notebook()
+        assert _errors(outputs, 1) == ["ForbiddenAPIError", "NameError"], outputs[1]
+        skipped = [o["text"] for o in outputs[1] if o.get("output_type") == "stream"]
+        assert len(skipped) == 1 and "草稿单元格" in skipped[0], outputs[1]
+        assert session.get("after") == 1 and session.get("ref") is None
+        assert session.call("mine", torch.randn(2, 3)).status == "ok"
+        assert session.get("called") == "ForbiddenAPIError"
+        assert _errors(outputs, 2) == ["ValueError"]  # any other error ends a cell, as in the student's kernel
+        assert session.call("unreached").status == "missing"
+
+
 def test_a_provided_demo_keeps_its_builtins_but_the_student_function_it_calls_does_not():
     cells = [SETUP, "def mine(t):\n    return torch.softmax(t, -1)",
              "demo = F.softmax(x, -1).sum().item()\ntry:\n    mine(x)\n    theirs = 'ran'\n"

@@ -16,6 +16,8 @@ def N_(message: str) -> str:  # noqa: N802 - gettext's marker: extracted here, t
 FORBIDDEN_FUNCTION = N_("评分时禁止使用 {name}：请自己实现这一步。")
 FORBIDDEN_KERNEL = N_("评分时禁止使用内置 softmax/注意力（{name}）。")
 EXIT_IGNORED = N_("exit() 在评分时被忽略。")
+BUILTIN_STATEMENT_SKIPPED = N_("评分时内置函数被禁用，上面这条语句没有运行；这个单元格的其余语句照常运行，"
+                               "你定义的函数照常评分。想和内置函数对比，请放在单独的草稿单元格里。")
 DISPLAY_TRUNCATED = N_("[输出过大，已截断]")
 STREAM_TRUNCATED = N_("[输出过长，已截断]")
 # Why a returned tensor carries no values: read on the host (`wire.TensorSpec.missing_data`).
@@ -23,8 +25,8 @@ TENSOR_SUBCLASS = N_("返回的是张量子类 {subclass}，不是普通的 torc
 TENSOR_LAYOUT = N_("返回的是 {layout} 布局的张量，不是普通（稠密）张量")
 TENSOR_NO_VALUES = N_("评分进程没有收到这个张量的数值")
 
-IDS = (FORBIDDEN_FUNCTION, FORBIDDEN_KERNEL, EXIT_IGNORED, DISPLAY_TRUNCATED, STREAM_TRUNCATED,
-       TENSOR_SUBCLASS, TENSOR_LAYOUT, TENSOR_NO_VALUES)
+IDS = (FORBIDDEN_FUNCTION, FORBIDDEN_KERNEL, EXIT_IGNORED, BUILTIN_STATEMENT_SKIPPED, DISPLAY_TRUNCATED,
+       STREAM_TRUNCATED, TENSOR_SUBCLASS, TENSOR_LAYOUT, TENSOR_NO_VALUES)
 MAX_TRANSLATION_CHARS = 500
 
 _translations: dict = {}
