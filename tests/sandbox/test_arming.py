@@ -5,6 +5,7 @@ student's code was able to compute.
 """
 import torch
 
+from autograder.sandbox import forkserver
 from autograder.sandbox.session import Budget, StudentSession
 
 SETUP = "import torch\nimport torch.nn.functional as F\nx = torch.randn(2, 3)"
@@ -65,6 +66,37 @@ def test_a_provided_demo_keeps_its_builtins_but_the_student_function_it_calls_do
         assert _errors(outputs, 2) == []
         assert abs(session.get("demo") - 2.0) < 1e-6 and abs(session.get("after") - 2.0) < 1e-6
         assert session.get("theirs") == "ForbiddenAPIError"
+
+
+def test_a_demo_replayed_for_a_retried_check_never_computes_on_the_checks_inputs():
+    """A check's inputs must never reach a built-in.  A check call that runs past its limit is retried on a
+    fresh runner, every cell replayed first, demo cells with their built-ins; a student function the demo cell
+    calls before its built-in could hand it inputs the timed-out call saved.  Nothing the call saved survives:
+    the zygote resets /tmp (and scratch, /dev/shm) between two runners of one student too."""
+    cells = [SETUP,
+             "import os, time\n"
+             "def pick():\n"
+             "    return torch.load('/tmp/seen.pt') if os.path.exists('/tmp/seen.pt') else torch.zeros(2, 3)\n"
+             "def mine(t):\n"
+             "    if os.path.exists('/tmp/seen.pt') and torch.equal(torch.load('/tmp/seen.pt'), t):\n"
+             "        return out_\n"
+             "    torch.save(t, '/tmp/seen.pt')\n"
+             "    time.sleep(60)",
+             "x_ = pick()\nout_ = F.softmax(x_, -1)"]
+    server = forkserver.ForkServer(reply_timeout=3.0)  # as grading runs: runners forked in one sandbox
+    server.warm()
+    try:
+        with StudentSession(cells, provided_cells={0, 2}, demo_cells={2}, runner_source=server,
+                            budget=Budget(cell_timeout=60, call_timeout=4)) as session:
+            session.run_notebook()
+            assert session.get("out_") is not None  # the demo's first run got its answer
+            hidden = torch.randn(2, 3)
+            result = session.call("mine", hidden)
+            assert session.report.retries == 1  # the retry's replay happened
+            assert result.status == "timeout", result  # the retried call found nothing saved, and saved again
+            assert session.get("x_").tensor.abs().sum() == 0  # the replayed demo ran on its own inputs
+    finally:
+        server.close()
 
 
 def test_a_decomposition_taken_from_the_table_is_blocked_in_checks_and_cannot_be_recorded():
