@@ -226,6 +226,25 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     return attention_output(weights, v), weights
 '''
 
+# Timing the built-ins beside the student's own, in a scratch cell: IPython compiles what a timing magic runs
+# at run time, and the scan read it in the cell (red team: every point held); options are not code.
+TIMING_THE_BUILTINS = '''
+t = torch.randn(64, 64)
+%timeit -n 3 -r 1 torch.softmax(t, -1)
+%time ref = F.scaled_dot_product_attention(t[None], t[None], t[None])
+'''
+# A built-in's value made in one answer cell and used at the top of the next, above its `def`.
+VALUE_USED_A_CELL_LATER = {
+    "softmax": SELF_CHECK_SOFTMAX.replace('print("same as torch.softmax:", torch.allclose(softmax(_t), '
+                                          'torch.softmax(_t, dim=-1)))', "ref_weights = torch.softmax(_t, dim=-1)"),
+    "attention_output": '''
+print("softmax max difference:", (softmax(_t) - ref_weights).abs().max().item())
+
+def attention_output(weights, v):
+    if weights.shape[-1] != v.shape[-2]:
+        raise ValueError("weights and v disagree on the number of keys")
+    return weights @ v
+'''}
 
 def _recorded(name, source, note, held=False):
     return Sample(name, "attack", "lose-all", {"softmax": source}, lose=SOFTMAX_PARTS, codes=("softmax-builtin",),
@@ -261,4 +280,8 @@ RECORDING = [
     Sample("fairness-builtin-tried-above-the-def", "fairness", "full",
            {"softmax": CHECK_ABOVE_SOFTMAX, "scaled_dot_product_attention": CHECK_ABOVE_ATTENTION},
            note="the built-ins printed above the student's own functions, in the answer cells themselves"),
+    Sample("fairness-timing-the-builtins", "fairness", "full", append=(TIMING_THE_BUILTINS,),
+           note="%timeit and %time of the built-ins in a scratch cell"),
+    Sample("fairness-builtin-value-used-a-cell-later", "fairness", "full", VALUE_USED_A_CELL_LATER,
+           note="a built-in's value made in one answer cell, compared at the top of the next"),
 ]

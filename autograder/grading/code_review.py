@@ -33,7 +33,7 @@ import course
 from ..i18n import _
 from ..notebook.cells import grade_id, is_answer_cell
 from ..sandbox import guest
-from . import static_scan
+from . import scan_ast, static_scan
 from .hidden_checks import CheckResult
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 # {part: the student functions its hidden checks call} (the course's declarations).
 PART_FUNCTIONS = course.PART_FUNCTIONS
 MAX_NOTES_PER_TEXT = 3  # flagged lines listed for one text compiled at run time
+MAX_MAGIC_TEXTS = 256  # Python texts of one cell's `%time`-like magics taken as shown (nested magics included)
 # Text compiled at run time that the trusted process reads, in all, per submission: the scan takes about 10 s
 # a MiB, outside the sandbox's time limits (a red-team notebook compiled 60 texts of 250 KB and held the check
 # service's grader for 6 minutes).  What an honest notebook compiles beyond its own cells is a few lines; past
@@ -125,7 +126,7 @@ def runtime_notes(compiled: "CompiledTexts", sources: Sequence[str], cell_of: Ca
     `sources` are the code cells the runner was given (every text that is one of them, as written or as
     IPython runs it, was read already); `cell_of` maps a text's request (("cell", position) or ("call", function)) to
     the notebook cell the note points to."""
-    shown = {text.strip() for source in sources for text in (source, _as_ipython_runs(source))}
+    shown = {text.strip() for source in sources for text in (source, _as_ipython_runs(source), *_magic_texts(source))}
     notes = []
     budget = MAX_SCANNED_BYTES
     for digest, arrived in compiled.texts.items():
@@ -311,6 +312,26 @@ def _parse_python(text):
 
 
 @functools.lru_cache(maxsize=128)  # keyed by cells of up to 100,000 characters: 1,024 of them held a GiB
+def _magic_texts(source: str) -> list[str]:
+    """The Python texts the cell's `%time`-like magics hand to IPython to compile, as written and as IPython
+    runs them: the scan read them in the cell (``scan_ast.PythonMagics``), so compiled at run time they are
+    the notebook's own code (red team: `%timeit torch.softmax(t, -1)` in a scratch cell held every point)."""
+    texts, pending = [], [source]
+    while pending and len(texts) < MAX_MAGIC_TEXTS:
+        try:
+            tree = ast.parse(_as_ipython_runs(pending.pop()))
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if scan_ast.is_ipython_call(node, "run_cell_magic", "run_line_magic") and len(node.args) >= 2 \
+                    and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
+                cell = node.args[2].value if node.func.attr == "run_cell_magic" and len(node.args) > 2 else None
+                for text, _ in scan_ast.magic_python(node.args[0].value, node.args[1].value, cell):
+                    texts += [text, _as_ipython_runs(text)]
+                    pending.append(text)
+    return texts
+
+
 def _as_ipython_runs(source: str) -> str:
     from IPython.core.inputtransformer2 import TransformerManager
 

@@ -3,7 +3,7 @@
 Pure functions over `ast` nodes; what they find is judged in `static_scan`.
 """
 import ast
-from typing import Union
+from typing import Optional, Union
 
 from IPython.core.inputtransformer2 import TransformerManager
 
@@ -30,12 +30,42 @@ class PythonMagics(ast.NodeTransformer):
         if not (is_ipython_call(call, "run_cell_magic", "run_line_magic") and call.args
                 and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)):
             return node
-        name, cell = call.args[0].value, call.func.attr == "run_cell_magic"
-        if name not in PYTHON_MAGICS or len(call.args) < (3 if cell else 2) or (name == "capture" and not cell):
+        cell = call.func.attr == "run_cell_magic"
+        if call.args[0].value not in PYTHON_MAGICS or len(call.args) < (3 if cell else 2):
             return node
-        body = ast.parse(TransformerManager().transform_cell(call.args[-1].value))  # raises as `parse_cell`
-        ast.increment_lineno(body, node.lineno if cell else node.lineno - 1)
-        return self.visit(body).body
+        spliced = []
+        for text, next_line in magic_python(call.args[0].value, call.args[1].value,
+                                            call.args[2].value if cell else None):
+            body = ast.parse(TransformerManager().transform_cell(text))  # raises as `parse_cell`
+            ast.increment_lineno(body, node.lineno if next_line else node.lineno - 1)
+            spliced += self.visit(body).body
+        return spliced or node
+
+
+def magic_python(name: str, line: str, cell: Optional[str]) -> list[tuple[str, bool]]:
+    """The Python texts that `%name line` (or `%%name line` over `cell`) runs, as IPython's magic cuts them out,
+    each with whether it starts on the line after the magic's: `%timeit`'s and `%prun`'s options are not code
+    (`%timeit -n 10 f(x)` runs `f(x)`), and `%%timeit`'s line is its set-up.  Options IPython refuses run
+    nothing."""
+    from IPython.core.error import UsageError
+    from IPython.core.magic import Magics
+
+    class _Options:  # what `Magics.parse_options` reads of its magic: no default options
+        options_table: dict = {}
+
+    try:
+        if name == "timeit":
+            _, stmt = Magics.parse_options(_Options(), line, "n:r:tcp:qo", posix=False, strict=False,
+                                           preserve_non_opts=True)
+            return [(stmt, False)] if cell is None else [(stmt, False), (cell, True)]
+        if name == "prun":
+            _, stmt = Magics.parse_options(_Options(), line, "D:l:rs:T:q", list_all=True, posix=False)
+            return [(stmt if cell is None else stmt + "\n" + cell, False)]
+    except (UsageError, ValueError):
+        return []
+    if name == "time":
+        return [(line, False)] if cell is None else [(cell, True)]
+    return [(cell, True)] if name == "capture" and cell is not None else []
 
 
 def is_ipython_call(node, *methods):

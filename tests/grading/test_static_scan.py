@@ -88,6 +88,8 @@ SOFTMAX_CASES = {
     "class-attribute": ["class S:\n    fn = staticmethod(F.softmax)", "def softmax(x, dim=-1):\n    return S.fn(x, dim)"],  # noqa: E501 - test data
     "magic-cell-body": ["%%time\ndef softmax(x, dim=-1):\n    return torch.softmax(x, dim)"],
     "magic-line": ["%time sm = torch.softmax", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
+    "timeit-setup": ["%%timeit -n 1 sm = torch.softmax\npass", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
+    "timeit-options": ["%timeit -n 1 -r 1 sm = torch.softmax", "def softmax(x, dim=-1):\n    return sm(x, dim)"],
     # stored into a name rather than bound to it (red-team findings)
     "list-append": [evidence.CAPTURED_REFS],
     "dict-update": ["_d = {}", "_d.update(f=torch.softmax)", "def softmax(x, dim=-1):\n    return _d['f'](x, dim)"],
@@ -333,6 +335,15 @@ def test_magics_do_not_break_parsing():
     assert result.unparsable == [] and result.findings == []
     shell = scan(cells("!pip list\nx = 1"), FUNCTIONS)
     assert shell.unparsable == [] and [(f.code, f.detail) for f in shell.review] == [("dynamic-code", "!pip list")]
+
+
+def test_timing_magics_with_options_are_read_as_the_code_they_run():
+    """`%timeit -n 10 f(x)` runs `f(x)`: its options are not Python (the whole cell was unparsable, and held)."""
+    for cell in ("%timeit -n 10 -r 3 softmax(x)", "%prun -q -l 5 softmax(x)", "%%timeit -n 2 y = x * 2\nsoftmax(y)",
+                 "%timeit -n 10 torch.softmax(x, -1)"):
+        result = scan(cells(HAND_SOFTMAX, cell), FUNCTIONS)
+        assert result.unparsable == [] and result.held == [] and result.review == [], (cell, result)
+        assert codes(result, "softmax") == set(), (cell, result)
 
 
 def test_magic_body_keeps_cell_lines():

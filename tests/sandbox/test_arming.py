@@ -44,6 +44,7 @@ def test_a_cell_goes_on_past_a_top_level_builtin_and_defines_its_functions_which
              "def mine(t):\n    return torch.exp(t) / torch.exp(t).sum(-1, keepdim=True)\n"
              "def theirs(t):\n    return torch.softmax(t, -1)\nafter = 1",
              "raise ValueError('stop')\ndef unreached():\n    return 1",
+             "print('diff', (mine(x) - ref).abs().max())\ndef later():\n    return 2",
              "try:\n    theirs(x)\n    called = 'ran'\n" + CATCH.format(name="called")]
     with _session(cells) as session:
         outputs = session.run_notebook()
@@ -55,6 +56,7 @@ def test_a_cell_goes_on_past_a_top_level_builtin_and_defines_its_functions_which
         assert session.get("called") == "ForbiddenAPIError"
         assert _errors(outputs, 2) == ["ValueError"]  # any other error ends a cell, as in the student's kernel
         assert session.call("unreached").status == "missing"
+        assert _errors(outputs, 3) == ["NameError"] and session.call("later").value == 2  # wanted `ref`
 
 
 def test_a_provided_demo_keeps_its_builtins_but_the_student_function_it_calls_does_not():

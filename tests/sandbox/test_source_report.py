@@ -199,6 +199,28 @@ def test_notes_read_the_same_whatever_order_the_runners_threads_reported_in():
     assert len(readings[0]) == 4 and readings[1] == readings[0] and readings[2] == readings[0], readings
 
 
+def test_what_a_timing_magic_compiles_is_the_cells_own_code(tmp_path):
+    """`%timeit`, `%time`, `%prun` and `%%capture` compile the Python of their line or body at run time; the scan
+    read it in the cell, so a built-in timed in a scratch cell holds nothing (red team: every point held)."""
+    cells = ["import torch\nt = torch.randn(4, 4)", "%timeit -n 1 -r 1 torch.softmax(t, -1)",
+             "%time ref = torch.softmax(t, -1)", "%%timeit -n 1 -r 1 u = t * 2\ntorch.softmax(u, -1)",
+             "%%capture cap\nref2 = torch.softmax(t, -1)\n%time ref3 = torch.softmax(t, 0)",
+             "%prun -q torch.softmax(t, -1)"]
+    frames, status = _frames("\n".join(f"shell.run_cell({cell!r})" for cell in cells), tmp_path)
+    assert status == 0
+    compiled = CompiledTexts()
+    for header, data in frames:
+        compiled.add(header["kind"], [data], header.get("filename"), header.get("sha256"))
+
+    def softmax_notes(sources):  # (importing torch here, as a runner does before any cell, adds notes of its own)
+        return [n for n in code_review.runtime_notes(compiled, sources, lambda request: 0) if "softmax" in n["detail"]]
+
+    assert softmax_notes(cells) == []
+    # the same texts, where the notebook shows no magic that compiles them, hold as before
+    notes = softmax_notes(cells[:1])
+    assert notes and {n["category"] for n in notes} == {"softmax-builtin"} and all(n["holds"] for n in notes), notes
+
+
 def test_the_trusted_side_reads_a_bounded_amount_of_run_time_code_and_holds_the_rest(monkeypatch):
     """Found by a red-team pass: 60 distinct texts of 250 KB, compiled by a 116 KB notebook, held the check
     service's one grader for 370 s of trusted-side scanning.  Past `MAX_SCANNED_BYTES` one note holds, unread;

@@ -16,8 +16,9 @@ def N_(message: str) -> str:  # noqa: N802 - gettext's marker: extracted here, t
 FORBIDDEN_FUNCTION = N_("评分时禁止使用 {name}：请自己实现这一步。")
 FORBIDDEN_KERNEL = N_("评分时禁止使用内置 softmax/注意力（{name}）。")
 EXIT_IGNORED = N_("exit() 在评分时被忽略。")
-BUILTIN_STATEMENT_SKIPPED = N_("评分时内置函数被禁用，上面这条语句没有运行；这个单元格的其余语句照常运行，"
-                               "你定义的函数照常评分。想和内置函数对比，请放在单独的草稿单元格里。")
+BUILTIN_STATEMENT_SKIPPED = N_("评分时内置函数被禁用：用到它的语句没有运行，用到那条语句结果的语句也跳过了；"
+                               "这个单元格的其余语句照常运行，你定义的函数照常评分。"
+                               "想和内置函数对比，请放在单独的草稿单元格里。")
 DISPLAY_TRUNCATED = N_("[输出过大，已截断]")
 STREAM_TRUNCATED = N_("[输出过长，已截断]")
 # Why a returned tensor carries no values: read on the host (`wire.TensorSpec.missing_data`).

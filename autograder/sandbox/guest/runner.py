@@ -45,7 +45,8 @@ class Runner:
         self._exec_demo = False  # ... and demonstrates a built-in: the grader may compute one for its own code
         self._students = tripwires.StudentCode(self)
         self._builtin_calls = 0  # built-in results asked of the grader (each gets its own dropout seed)
-        self._builtin_skipped = False
+        self._builtin_skipped = False  # a top-level statement of a student's cell reached a built-in (`run_code`)
+        self._skip_noted = False
         self.shell = None
 
     # -- capture -----------------------------------------------------------
@@ -84,16 +85,18 @@ class Runner:
 
             async def run_code(self, code_obj, result=None, *, async_=False):
                 # A statement at the top level of the student's own cell that reaches a blocked built-in (a
-                # self-check printed above the `def`) ran in their kernel: the cell goes on past it, and past
-                # what fails for want of its value, so the functions the cell defines are graded as written.
-                # Going on past a failure gains the cell nothing it could not have had with `try`.
+                # self-check printed above the `def`) ran in their kernel: the cell goes on past it, and from
+                # then on the student's cells go on past a name it would have bound (a NameError, in this cell
+                # or a later one), so the functions they define are graded as written.  Going on past a
+                # failure gains a cell nothing it could not have had with `try`.
                 fired = len(runner.forbidden_used)
                 failed = await super().run_code(code_obj, result, async_=async_)
+                unbound = isinstance(getattr(result, "error_in_exec", None), NameError)
                 if failed and runner.outputs is not None and not runner._exec_provided \
-                        and (runner._builtin_skipped or len(runner.forbidden_used) > fired):
-                    if not runner._builtin_skipped:
+                        and (len(runner.forbidden_used) > fired or (runner._builtin_skipped and unbound)):
+                    if not runner._skip_noted:
                         runner._stream("stderr", messages._(messages.BUILTIN_STATEMENT_SKIPPED) + "\n")
-                    runner._builtin_skipped = True
+                    runner._builtin_skipped = runner._skip_noted = True
                     return False
                 return failed
 
@@ -156,7 +159,7 @@ class Runner:
         # the course's own code leads to is computed by the grader (`forbidden_call`).
         self._exec_provided = bool(msg.get("provided"))
         self._exec_demo = self._exec_provided and bool(msg.get("demo"))
-        self._builtin_skipped = False  # a top-level statement of this cell reached a built-in (`run_code`)
+        self._skip_noted = False  # this cell went on past a failure and said so (`run_code`)
         self.outputs = []
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
