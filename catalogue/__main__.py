@@ -4,7 +4,7 @@ what each single-bug sample loses with each mistake charged once and with strict
 ``python -m catalogue mistake [CODE ...]``: each declared mistake named, charged in its home part only, and told
 apart from every other.
 
-    python -m catalogue [--keep DIR] [--json FILE]
+    python -m catalogue [--keep DIR] [--json FILE] [--only NAME ...]
     python -m catalogue charge-once [--markdown]
     python -m catalogue mistake [CODE ...]
 """
