@@ -322,7 +322,8 @@ def _magic_texts(source: str) -> list[str]:
             tree = ast.parse(_as_ipython_runs(pending.pop()))
         except (SyntaxError, ValueError, RecursionError):
             continue
-        for node in ast.walk(tree):
+        # only a magic that is a statement of its own, which the scan splices in (not `y = %time …`)
+        for node in (n.value for n in ast.walk(tree) if isinstance(n, ast.Expr)):
             if scan_ast.is_ipython_call(node, "run_cell_magic", "run_line_magic") and len(node.args) >= 2 \
                     and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
                 cell = node.args[2].value if node.func.attr == "run_cell_magic" and len(node.args) > 2 else None

@@ -47,13 +47,19 @@ def magic_python(name: str, line: str, cell: Optional[str]) -> list[tuple[str, b
     each with whether it starts on the line after the magic's: `%timeit`'s and `%prun`'s options are not code
     (`%timeit -n 10 f(x)` runs `f(x)`), and `%%timeit`'s line is its set-up.  Options IPython refuses run
     nothing."""
+    from IPython.core import magic_arguments
     from IPython.core.error import UsageError
     from IPython.core.magic import Magics
+    from IPython.core.magics.execution import ExecutionMagics
 
     class _Options:  # what `Magics.parse_options` reads of its magic: no default options
         options_table: dict = {}
 
     try:
+        if name == "time":  # its options parsed, and its words joined again by single spaces (red team)
+            _, words = magic_arguments.parse_argstring(ExecutionMagics.time, line, partial=True)
+            line = " ".join(words)
+            return [(line, False)] if cell is None else [] if line else [(cell, True)]
         if name == "timeit":
             _, stmt = Magics.parse_options(_Options(), line, "n:r:tcp:qo", posix=False, strict=False,
                                            preserve_non_opts=True)
@@ -63,8 +69,6 @@ def magic_python(name: str, line: str, cell: Optional[str]) -> list[tuple[str, b
             return [(stmt if cell is None else stmt + "\n" + cell, False)]
     except (UsageError, ValueError):
         return []
-    if name == "time":
-        return [(line, False)] if cell is None else [(cell, True)]
     return [(cell, True)] if name == "capture" and cell is not None else []
 
 

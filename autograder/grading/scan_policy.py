@@ -138,11 +138,6 @@ def module_code(qualname: str):
 # IPython methods that run source text (also reached as `ip.ex(...)` after `ip = get_ipython()`).
 IPYTHON_CODE_METHODS = {"run_cell", "run_cell_async", "ex", "ev", "run_code", "run_ast_nodes", "safe_execfile",
                         "safe_execfile_ipy", "safe_run_module", "runcode", "compile", "transform_cell"}
-# Shell commands a student may run to look at the machine (`!nvidia-smi`): a constant command line, one of
-# these programs, no shell syntax.  Any other `!` command runs what the scan cannot read.
-READ_ONLY_COMMANDS = {"nvidia-smi", "ls", "pwd", "nproc", "free", "lscpu", "uname", "whoami", "date", "df",
-                      "pip list", "pip show", "pip freeze", "python --version", "hostname"}
-READ_ONLY_FILTERS = {"grep", "head", "tail", "wc"}  # what such a command's output may be piped through
 # Calls of these with only lambdas and numbers time the student's own function (`timeit.timeit(lambda:
 # softmax(x), number=100)`): flagged, never held.  A string statement or `globals` is source text run.
 TIMING_CALLS = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}
@@ -159,7 +154,10 @@ SO_FILE = re.compile(r"\.so(\.\d+)*$")
 # table another name, `autocall` makes IPython rewrite later lines the scan reads as written (red team).
 PYTHON_MAGICS = {"time", "timeit", "prun", "capture"}
 FOREIGN_MAGICS = {"run", "load", "loadpy", "sx", "system", "sc", "bash", "sh", "script", "python", "python2",
-                  "python3", "pypy", "perl", "ruby", "writefile", "file", "store", "alias_magic", "autocall"}
+                  "python3", "pypy", "perl", "ruby", "writefile", "file", "store", "alias_magic", "autocall",
+                  # shell commands: IPython's aliases (`%cat x; sh …` runs any line), new ones, the installers
+                  "alias", "unalias", "rehashx", "mkdir", "rmdir", "mv", "rm", "cp", "cat", "ls", "ll", "lf", "lk",
+                  "ldir", "lx", "pip", "conda", "mamba", "micromamba", "uv"}
 MODULE_MUTATORS = {"pop", "update", "clear", "setdefault", "popitem", "__setitem__", "__delitem__"}
 # Methods that store a value into the object they are called on (`cache.append(torch.softmax)`).
 CONTAINER_STORES = {"append", "extend", "insert", "add", "update", "setdefault", "__setitem__", "appendleft",

@@ -19,8 +19,6 @@ from .scan_policy import (
     PYTHON_MAGICS,
     QUALNAME_CODE,
     RAW_MEMORY,
-    READ_ONLY_COMMANDS,
-    READ_ONLY_FILTERS,
     SO_FILE,
     STREAM_NAMES,
     TIMING_CALLS,
@@ -203,7 +201,7 @@ class ReviewRules:
             add(node, "review", "process-limits", ast.unparse(node))
         if is_ipython_call(node, "system", "getoutput"):
             command = folded_string(args[0]) if args else None
-            add(node, "review", "dynamic-code", "!" + (command or "…"), holds=not _read_only(command))
+            add(node, "review", "dynamic-code", "!" + (command or "…"))  # what runs is not the line (PATH, files)
         if is_ipython_call(node, "run_line_magic", "run_cell_magic") and args:
             name = folded_string(args[0])
             unread = name in PYTHON_MAGICS and folded_string(args[-1]) is None  # a body the scan cannot splice in
@@ -232,13 +230,3 @@ class ReviewRules:
             root = root_name(target)
             if self.qualname(target) in ("sys.modules", "sys.path") or (root and self.module_like(root)):
                 add(target, "review", "module-edit", ast.unparse(target))
-
-
-def _read_only(command: "str | None") -> bool:
-    """A shell line that only looks: one read-only program (`READ_ONLY_COMMANDS`), its output piped through
-    filters that only read (`pip list | grep torch`), and no other shell syntax."""
-    if command is None or re.search(r"[;&<>`$()\\\n{}]|\|\|", command):
-        return False
-    first, *filters = (stage.strip() for stage in command.split("|"))
-    return any(first == c or first.startswith(c + " ") for c in READ_ONLY_COMMANDS) and all(
-        stage.split(" ", 1)[0] in READ_ONLY_FILTERS for stage in filters)

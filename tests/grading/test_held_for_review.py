@@ -158,9 +158,6 @@ FREE = [
     "print('softmax' in globals())",
     "import pdb\nif False:\n    pdb.set_trace()",
     # and a third
-    "get_ipython().system('nvidia-smi')",
-    "get_ipython().system('pip list | grep torch')",  # a fourth pass: held for the pipe
-    "get_ipython().system('nvidia-smi | head -n 15')",
     "from typing import Literal\ndef pick_dim(dim: \"Literal[-1, 0]\" = -1):\n    return dim",
     "def f(x: 'torch.Tensor | None') -> 'torch.Tensor':\n    return x",
 ]
@@ -289,7 +286,17 @@ def test_frames_and_the_tripwires_hook_hold_however_they_are_reached(source):
     assert scan([HAND_SOFTMAX, source], FUNCTIONS).held
 
 
-@pytest.mark.parametrize("line", ["pip list | sh", "ls | xargs rm", "pip list || python x.py", "pip list | grep x > f",
-                                  "pip install x | grep y", "ls | grep $(python x.py)"])
-def test_a_shell_line_that_does_more_than_look_holds(line):
+@pytest.mark.parametrize("line", ["nvidia-smi", "ls", "pip list | grep torch", "pip list | sh", "ls | xargs rm",
+                                  "pip list || python x.py", "ls | grep $(python x.py)"])
+def test_every_shell_line_holds(line):
+    """What a command line runs is not the line: PATH, files and the environment, all the student's to set, decide
+    it (red team: `!ls` with `/tmp/bin` first on PATH started a softmax server, 105/105)."""
     assert scan([HAND_SOFTMAX, f"get_ipython().system({line!r})"], FUNCTIONS).held
+
+
+@pytest.mark.parametrize("magic", ["cat /dev/null; sh run.txt", "ls -la", "cp a b", "alias go sh run.txt",
+                                   "rehashx", "pip --version; sh run.txt"])
+def test_shell_aliases_and_installers_hold(magic):
+    """IPython's aliases hand their line to the shell (red team: `%cat /dev/null; sh run.txt`)."""
+    name, _, line = magic.partition(" ")
+    assert scan([HAND_SOFTMAX, f"get_ipython().run_line_magic({name!r}, {line!r})"], FUNCTIONS).held

@@ -212,6 +212,14 @@ def test_what_a_timing_magic_compiles_is_the_cells_own_code(tmp_path):
     for header, data in frames:
         compiled.add(header["kind"], [data], header.get("filename"), header.get("sha256"))
 
+    # `%time` joins its words again by single spaces; the scan reads what it runs (red team: a comment or a double
+    # space after the built-in held every point)
+    spaced = ["import torch\nt = torch.randn(4, 4)", "%time ref = torch.softmax(t,  dim=-1)  # the built-in"]
+    spaced_frames, status = _frames("\n".join(f"shell.run_cell({cell!r})" for cell in spaced), tmp_path)
+    for header, data in spaced_frames:
+        compiled.add(header["kind"], [data], header.get("filename"), header.get("sha256"))
+    cells = cells + spaced[1:]
+
     def softmax_notes(sources):  # (importing torch here, as a runner does before any cell, adds notes of its own)
         return [n for n in code_review.runtime_notes(compiled, sources, lambda request: 0) if "softmax" in n["detail"]]
 
@@ -219,6 +227,19 @@ def test_what_a_timing_magic_compiles_is_the_cells_own_code(tmp_path):
     # the same texts, where the notebook shows no magic that compiles them, hold as before
     notes = softmax_notes(cells[:1])
     assert notes and {n["category"] for n in notes} == {"softmax-builtin"} and all(n["holds"] for n in notes), notes
+
+
+def test_a_timing_magic_inside_an_expression_is_read_at_run_time(tmp_path):
+    """The scan splices in a magic that is a statement of its own; `y = %time …` it does not, so what that compiles
+    at run time is read as hidden code (red team: a gc walk to the runner under `_ = %time …` held nothing)."""
+    cells = ["import torch\nt = torch.randn(4, 4)", "y = %time torch.softmax(t, -1)"]
+    frames, status = _frames("\n".join(f"shell.run_cell({cell!r})" for cell in cells), tmp_path)
+    assert status == 0
+    compiled = CompiledTexts()
+    for header, data in frames:
+        compiled.add(header["kind"], [data], header.get("filename"), header.get("sha256"))
+    notes = [n for n in code_review.runtime_notes(compiled, cells, lambda request: 0) if "softmax" in n["detail"]]
+    assert notes and all(n["holds"] for n in notes), notes
 
 
 def test_the_trusted_side_reads_a_bounded_amount_of_run_time_code_and_holds_the_rest(monkeypatch):
@@ -534,10 +555,10 @@ def test_a_generator_decorated_by_types_coroutine_is_not_built_code(tmp_path):
     assert b"a code object or function built at run time" in [data for kind, data in reports if kind == "opaque"]
 
 
-def test_a_process_started_is_unreadable_unless_ipython_runs_a_command_line(tmp_path):
+def test_a_process_started_is_unreadable_ipythons_command_lines_included(tmp_path):
     """Red team: `torch.os.popen` started a fresh interpreter, with no tripwires and no hook, whose output of
-    `F.softmax` came back through files (105/105).  Any process started while the student's code can run is
-    unreadable; IPython's `!command` is not (the scan reads its command line)."""
+    `F.softmax` came back through files (105/105); so did `!ls` with a PATH edit and `%cat /dev/null; sh …`.
+    Any process started while the student's code can run is unreadable, IPython's shell included."""
     reports, status = _reports('''
         import os, subprocess
         subprocess.run(["true"])
@@ -545,8 +566,10 @@ def test_a_process_started_is_unreadable_unless_ipython_runs_a_command_line(tmp_
     ''', tmp_path)
     opaque = [data for kind, data in reports if kind == "opaque"]
     assert status == 0 and {b"started a process: subprocess.Popen", b"started a process: os.system"} <= set(opaque)
-    reports, status = _reports('shell.system("true")\nshell.getoutput("true")\n', tmp_path)
-    assert status == 0 and [data for kind, data in reports if kind == "opaque"] == []
+    for line in ('shell.system("true")', 'shell.getoutput("true")', 'shell.run_line_magic("cat", "/dev/null")'):
+        reports, status = _reports(line + "\n", tmp_path)
+        opaque = [data for kind, data in reports if kind == "opaque"]
+        assert status == 0 and any(data.startswith(b"started a process: ") for data in opaque), (line, opaque)
 
 
 def test_native_code_raw_memory_and_unpickled_globals_are_unreadable(tmp_path):

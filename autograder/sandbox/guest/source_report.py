@@ -65,7 +65,6 @@ def install(stream) -> None:
     pyc_path, sha256, display, same_bytes = _pyc_path, hashlib.sha256, _display, _is_pyc_of
     ipython_compiler, ipython_callers = _ipython_codes()
     flag_setter = types.coroutine.__code__  # `code.replace(co_flags=...)` of the generator it decorates
-    shell_commands = _ipython_shell_codes()
 
     def tree_from_ipython(frame):
         return _ipython_tree(frame, ipython_compiler, ipython_callers)
@@ -143,10 +142,10 @@ def install(stream) -> None:
         elif event in PROCESS_EVENTS:
             # A process started while the student's code can run runs code the grader never sees, without the
             # tripwires or this hook (red team: `torch.os.popen` of a fresh interpreter that sent back
-            # `F.softmax`'s output through files).  IPython's `!command` starts one, known by its code objects;
-            # the scan reads the command line (only a few read-only programs pass it).
-            if not _on_stack(getframe(1), shell_commands):
-                send("opaque", b"started a process: " + event.encode())
+            # `F.softmax`'s output through files), IPython's `!command` and shell aliases included: what a
+            # command line runs depends on files, PATH and the environment, which the student's code sets
+            # (red team: `!ls` with a PATH edit, `%cat /dev/null; sh …`, each started a softmax server).
+            send("opaque", b"started a process: " + event.encode())
         elif event == "pickle.find_class" or event.startswith("ctypes."):
             # An unpickled object names any global, and ctypes reaches any library's symbols and any memory: a
             # red-team pickle, unpickled by a library under another name (`jupyter_client`'s `pickle_unpacker`),
@@ -264,25 +263,6 @@ def _ipython_codes():
 # Audit events of starting a process or replacing this one (`os.exec*`, `os.posix_spawn`, `subprocess`, `os.fork`).
 PROCESS_EVENTS = frozenset(("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.fork", "os.forkpty",
                             "os.spawn", "pty.spawn"))
-
-
-def _ipython_shell_codes():
-    """IPython's code objects that run a `!command` line (`system_piped`, `system_raw`, `getoutput`)."""
-    import inspect
-
-    from IPython.core.interactiveshell import InteractiveShell
-
-    return frozenset(inspect.unwrap(getattr(InteractiveShell, name)).__code__
-                     for name in ("system_piped", "system_raw", "getoutput"))
-
-
-def _on_stack(frame, codes, depth=64):
-    """Whether one of `codes` runs in `frame` or the `depth` frames below it."""
-    while frame is not None and depth > 0:
-        if frame.f_code in codes:
-            return True
-        frame, depth = frame.f_back, depth - 1
-    return False
 
 
 def _ipython_tree(frame, compiler, callers_by_place):
