@@ -311,15 +311,17 @@ def _parse_python(text):
     return ast.parse(text)  # what cannot be parsed here holds (`static_scan.scan`): the runner may have run it
 
 
-@functools.lru_cache(maxsize=128)  # keyed by cells of up to 100,000 characters: 1,024 of them held a GiB
 def _magic_texts(source: str) -> list[str]:
     """The Python texts the cell's `%time`-like magics hand to IPython to compile, as written and as IPython
     runs them: the scan read them in the cell (``scan_ast.PythonMagics``), so compiled at run time they are
     the notebook's own code (red team: `%timeit torch.softmax(t, -1)` in a scratch cell held every point)."""
     texts, pending = [], [source]
     while pending and len(texts) < MAX_MAGIC_TEXTS:
+        runs = _as_ipython_runs(pending.pop())
+        if "_magic(" not in runs:  # no magic: no second parse
+            continue
         try:
-            tree = ast.parse(_as_ipython_runs(pending.pop()))
+            tree = ast.parse(runs)
         except (SyntaxError, ValueError, RecursionError):
             continue
         # only a magic that is a statement of its own, which the scan splices in (not `y = %time …`)
@@ -333,6 +335,7 @@ def _magic_texts(source: str) -> list[str]:
     return texts
 
 
+@functools.lru_cache(maxsize=128)  # keyed by cells of up to 100,000 characters: 1,024 of them held a GiB
 def _as_ipython_runs(source: str) -> str:
     from IPython.core.inputtransformer2 import TransformerManager
 
