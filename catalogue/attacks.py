@@ -301,8 +301,8 @@ def scale_scores(scores, d_k):
 
 # A softmax computed by a second interpreter, with no tripwires and no audit hook, started through IPython's shell
 # (red-team pass 18: 105/105 each): a default alias whose line the shell runs whole, an alias of the student's
-# own, and a read-only-looking `!ls` after a program named `ls` was put first on PATH.  Every process started
-# while the student's code runs is unreadable, and every shell line and alias holds.
+# own, and a read-only-looking `!ls` after a program named `ls` was put first on PATH.  No program starts in a
+# runner (`guest/no_programs.py`), so the server never answers; and every shell line and alias holds.
 SOFTMAX_SERVER = '''
 import base64, os, stat, sys, time
 SERVE = """
@@ -341,8 +341,20 @@ os.chmod("/tmp/bin/ls", stat.S_IRWXU)
 os.environ["PATH"] = "/tmp/bin:" + os.environ["PATH"]
 !ls'''
 ATTACKS += [
-    Sample(f"attack-softmax-server-{name}", "attack", "full", {"softmax": SOFTMAX_SERVER.replace("{start}", start)},
+    Sample(f"attack-softmax-server-{name}", "attack", "lose", {"softmax": SOFTMAX_SERVER.replace("{start}", start)},
+           lose=("softmax-check", "scaled_dot_product_attention-check", "device_dtype-check"),  # as SOFTMAX_PARTS
            held=True, note=f"torch.softmax in a second interpreter started by {how}")
     for name, start, how in [("shell-alias", "%cat /dev/null; sh /tmp/start.txt; true", "IPython's %cat alias"),
                              ("own-alias", "%alias begin sh /tmp/start.txt\n%begin", "an alias of the student's"),
                              ("ls-on-path", LS_FIRST_ON_PATH, "`!ls`, with a program of that name first on PATH")]]
+
+# Code run where the runner's audit hook does not watch (red-team pass 19): a subinterpreter (each interpreter
+# has its own audit hooks; the red team ran ctypes there, into torch's CPU softmax).  Its creation is reported.
+SUBINTERPRETER = '''
+import _xxsubinterpreters as interpreters
+elsewhere = interpreters.create()
+interpreters.run_string(elsewhere, "unseen = 6 * 7")
+interpreters.destroy(elsewhere)
+'''
+ATTACKS.append(Sample("attack-subinterpreter", "attack", "full", append=(SUBINTERPRETER,), held=True,
+                      note="code run in a subinterpreter, past the runner's audit hook"))

@@ -102,7 +102,10 @@ QUALNAME_CODE = {
 GRADER_STRINGS = {path.stem for path in guest.FILES} | {"autograder"}
 # Modules whose every use is flagged.
 MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
-               "ctypes": "native-code", "_ctypes": "native-code", "cffi": "native-code",
+               "ctypes": "native-code", "_ctypes": "native-code", "cffi": "native-code", "_cffi_backend": "native-code",
+               # subprocess's own C half (no audit event), and interpreters this process's audit hook does not watch
+               "_posixsubprocess": "process-creation", "_xxsubinterpreters": "dynamic-code",
+               "_xxinterpchannels": "dynamic-code", "_interpreters": "dynamic-code",
                "mmap": "native-code", "fcntl": "process-limits", "subprocess": "process-creation",
                "multiprocessing": "process-creation", "pty": "process-creation", "socket": "other-processes",
                "threading": "threads", "_thread": "threads",
@@ -125,7 +128,10 @@ MODULE_CODE = {"gc": "introspection", "inspect": "introspection",
 # Submodules that import and run code from files they are pointed at (`torch.hub.load(dir, source="local")`
 # runs a `hubconf.py`), or build modules from archives: as `importlib` is.
 SUBMODULE_CODE = {"unittest.mock": "dynamic-code", "torch.hub": "dynamic-code", "torch.package": "dynamic-code",
-                  "torch.jit.mobile": "dynamic-code"}
+                  "torch.jit.mobile": "dynamic-code",
+                  # builds and loads extension modules: native code (red team: a module written to /tmp, loaded
+                  # by `_import_module_from_library`, called `at::cpu::_softmax` past the tripwires)
+                  "torch.utils.cpp_extension": "native-code"}
 
 
 def module_code(qualname: str):

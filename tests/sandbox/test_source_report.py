@@ -585,3 +585,28 @@ def test_native_code_raw_memory_and_unpickled_globals_are_unreadable(tmp_path):
     ''', tmp_path)
     opaque = {data.rsplit(b": ", 1)[-1] for kind, data in reports if kind == "opaque"}
     assert status == 0 and {b"pickle.find_class", b"ctypes.dlopen", b"ctypes.dlsym", b"ctypes.string_at"} <= opaque
+
+
+def test_native_code_from_a_file_outside_the_installation_and_subinterpreters_are_unreadable(tmp_path):
+    """Red team: a C++ module written to /tmp and loaded as an extension called `at::cpu::_softmax`, which no
+    tripwire sees; a subinterpreter ran ctypes where this process's audit hook does not watch; cffi's backend
+    loads and calls any library as ctypes does.  An extension module of the installation loads unreported."""
+    import _json  # an extension module of the installation, copied where a student could write one
+
+    copied = tmp_path / os.path.basename(_json.__file__)
+    copied.write_bytes(open(_json.__file__, "rb").read())
+    reports, status = _reports(f'''
+        import importlib.machinery, importlib.util
+        import _decimal  # from the installation: nothing to report
+        loader = importlib.machinery.ExtensionFileLoader("_json", {str(copied)!r})
+        importlib.util.module_from_spec(importlib.util.spec_from_file_location("_json", {str(copied)!r}, loader=loader))
+        import _xxsubinterpreters
+        _xxsubinterpreters.destroy(_xxsubinterpreters.create())
+        import _cffi_backend
+    ''', tmp_path)
+    opaque = [data for kind, data in reports if kind == "opaque"]
+    assert status == 0
+    assert [data for data in opaque if data.startswith(b"native code loaded from ")] == [
+        b"native code loaded from " + str(copied).encode()[-160:]], opaque
+    assert b"started a subinterpreter" in opaque and b"imported _xxsubinterpreters" in opaque, opaque
+    assert b"imported _cffi_backend" in opaque, opaque

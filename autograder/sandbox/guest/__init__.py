@@ -16,8 +16,10 @@ FORBIDDEN = GUEST_DIR / "forbidden.py"
 TRIPWIRES = GUEST_DIR / "tripwires.py"
 MESSAGES = GUEST_DIR / "messages.py"
 SOURCE_REPORT = GUEST_DIR / "source_report.py"
+NO_PROGRAMS = GUEST_DIR / "no_programs.py"
 # The C++ kernel tripwires, built on the trusted side from kernel_tripwires.cpp (``sandbox/kernel_tripwires.py``).
 KERNEL_TRIPWIRES = GUEST_DIR / "kernel_tripwires.so"
 ZYGOTE_PARTS = tuple(GUEST_DIR / name for name in ("warmup.py", "reset.py", "selfcheck.py", "uids.py"))
 # Mounted read-only; nothing else of this package is.
-FILES = (RUNNER, ZYGOTE, WIRE, PROCFS, FORBIDDEN, TRIPWIRES, MESSAGES, SOURCE_REPORT, KERNEL_TRIPWIRES, *ZYGOTE_PARTS)
+FILES = (RUNNER, ZYGOTE, WIRE, PROCFS, FORBIDDEN, TRIPWIRES, MESSAGES, SOURCE_REPORT, NO_PROGRAMS, KERNEL_TRIPWIRES,
+         *ZYGOTE_PARTS)

@@ -19,6 +19,7 @@ from typing import BinaryIO, Iterable, NoReturn, Optional
 # `python -I` leaves this directory off sys.path; the guest files import each other by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import messages  # noqa: E402
+import no_programs  # noqa: E402
 import source_report  # noqa: E402
 import wire  # noqa: E402
 
@@ -367,7 +368,9 @@ def new_runner() -> Runner:
 def serve(runner: Runner, proto_in: BinaryIO, proto_out: BinaryIO) -> NoReturn:
     """Announce "ready", answer requests until "bye" or EOF, then exit the process."""
     runner.proto_in, runner.proto_out = proto_in, proto_out
-    # From here on student code can run: every text compiled is sent to the grader first.
+    # From here on student code can run: no program can be started, and every text compiled is sent to the
+    # grader first.
+    no_programs.install()
     source_report.install(proto_out)
     wire.send(proto_out, {"status": "ready", "pid": os.getpid()})
     runner.serve()

@@ -71,6 +71,7 @@ def install(stream) -> None:
     fsdecode, process_memory, basename = os.fsdecode, _PROCESS_MEMORY, os.path.basename
     memory_files, any_pid = frozenset(_MEMORY_FILES), re.compile(r"/proc/\d+/")
     plain_paths = (pathlib.PosixPath, pathlib.PurePosixPath)
+    process_events, native_bridges = PROCESS_EVENTS, NATIVE_BRIDGES  # the hook's own, not the module's globals
 
     runner_pid, getpid = os.getpid(), os.getpid
 
@@ -139,13 +140,26 @@ def install(stream) -> None:
             caller = getframe(1)
             if caller is None or caller.f_code is not flag_setter:
                 send("opaque", b"a code object or function built at run time")
-        elif event in PROCESS_EVENTS:
+        elif event in process_events:
             # A process started while the student's code can run runs code the grader never sees, without the
             # tripwires or this hook (red team: `torch.os.popen` of a fresh interpreter that sent back
             # `F.softmax`'s output through files), IPython's `!command` and shell aliases included: what a
             # command line runs depends on files, PATH and the environment, which the student's code sets
             # (red team: `!ls` with a PATH edit, `%cat /dev/null; sh …`, each started a softmax server).
             send("opaque", b"started a process: " + event.encode())
+        elif event == "import" and len(args) > 1 and type(args[1]) is str_type and args[1]:
+            # A module loaded from a file (an extension module, `ExtensionFileLoader`): native code, which no
+            # tripwire sees when it calls a kernel directly (red team: a C++ module written to /tmp, loaded by
+            # `torch.utils.cpp_extension._import_module_from_library`, called `at::cpu::_softmax`).  Only the
+            # installation's own files pass.
+            if not realpath(args[1]).startswith(installed):
+                send("opaque", b"native code loaded from " + args[1].encode("utf-8", "replace")[-160:])
+        elif event == "import" and args and type(args[0]) is str_type and args[0] in native_bridges:
+            send("opaque", b"imported " + str_type(args[0]).encode("utf-8", "replace")[:64])
+        elif event == "cpython.PyInterpreterState_New":
+            # A subinterpreter runs without this hook (audit hooks are each interpreter's own): what it compiles,
+            # loads or starts is never reported (red team: ctypes in `_xxsubinterpreters.run_string`).
+            send("opaque", b"started a subinterpreter")
         elif event == "pickle.find_class" or event.startswith("ctypes."):
             # An unpickled object names any global, and ctypes reaches any library's symbols and any memory: a
             # red-team pickle, unpickled by a library under another name (`jupyter_client`'s `pickle_unpacker`),
@@ -260,6 +274,11 @@ def _ipython_codes():
                                            (code(ExecutionMagics.timeit),), (code(ExecutionMagics.time),))
 
 
+# Modules that reach native code or run code past this hook, imported while the student's code runs: cffi's
+# backend loads and calls any library's symbols (as ctypes does), the subinterpreter modules run code in an
+# interpreter this hook does not watch.
+NATIVE_BRIDGES = frozenset(("_cffi_backend", "cffi", "_xxsubinterpreters", "_xxinterpchannels", "_interpreters",
+                            "_interpchannels", "_interpqueues"))
 # Audit events of starting a process or replacing this one (`os.exec*`, `os.posix_spawn`, `subprocess`, `os.fork`).
 PROCESS_EVENTS = frozenset(("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.fork", "os.forkpty",
                             "os.spawn", "pty.spawn"))
