@@ -59,6 +59,20 @@ def test_a_cell_goes_on_past_a_top_level_builtin_and_defines_its_functions_which
         assert _errors(outputs, 3) == ["NameError"] and session.call("later").value == 2  # wanted `ref`
 
 
+def test_a_cell_goes_on_past_an_import_of_a_module_grading_lacks():
+    """`import seaborn` above a correct `def` ran in the student's kernel; here the module is missing, and the
+    function below it must still be graded (red team: 34 points lost, unnamed).  Other errors still end a cell."""
+    cells = [SETUP, "import no_such_module_for_grading as sns\nsns.set_theme()\ndef mine(t):\n    return t * 2",
+             "import math\nmath.no_such_function()\ndef unreached():\n    return 1"]
+    with _session(cells) as session:
+        outputs = session.run_notebook()
+        assert _errors(outputs, 1) == ["ModuleNotFoundError", "NameError"], outputs[1]
+        notes = [o["text"] for o in outputs[1] if o.get("output_type") == "stream"]
+        assert len(notes) == 1 and "没有安装" in notes[0], outputs[1]
+        assert session.call("mine", torch.ones(2)).status == "ok"
+        assert _errors(outputs, 2) == ["AttributeError"] and session.call("unreached").status == "missing"
+
+
 def test_a_provided_demo_keeps_its_builtins_but_the_student_function_it_calls_does_not():
     cells = [SETUP, "def mine(t):\n    return torch.softmax(t, -1)",
              "demo = F.softmax(x, -1).sum().item()\ntry:\n    mine(x)\n    theirs = 'ran'\n"

@@ -46,7 +46,7 @@ class Runner:
         self._exec_demo = False  # ... and demonstrates a built-in: the grader may compute one for its own code
         self._students = tripwires.StudentCode(self)
         self._builtin_calls = 0  # built-in results asked of the grader (each gets its own dropout seed)
-        self._builtin_skipped = False  # a top-level statement of a student's cell reached a built-in (`run_code`)
+        self._builtin_skipped = False  # a top-level statement of a student's cell could not run here (`run_code`)
         self._skip_noted = False
         self.shell = None
 
@@ -85,18 +85,21 @@ class Runner:
                 runner._stream("stderr", messages._(messages.EXIT_IGNORED) + "\n")
 
             async def run_code(self, code_obj, result=None, *, async_=False):
-                # A statement at the top level of the student's own cell that reaches a blocked built-in (a
-                # self-check printed above the `def`) ran in their kernel: the cell goes on past it, and from
-                # then on the student's cells go on past a name it would have bound (a NameError, in this cell
-                # or a later one), so the functions they define are graded as written.  Going on past a
-                # failure gains a cell nothing it could not have had with `try`.
+                # A statement at the top level of the student's own cell that ran in their kernel but cannot
+                # run here (it reaches a blocked built-in, as a self-check printed above the `def` does, or
+                # imports a module grading lacks): the cell goes on past it, and from then on the student's
+                # cells go on past a name it would have bound (a NameError, in this cell or a later one), so
+                # the functions they define are graded as written.  Going on past a failure gains a cell
+                # nothing it could not have had with `try`.
                 fired = len(runner.forbidden_used)
                 failed = await super().run_code(code_obj, result, async_=async_)
-                unbound = isinstance(getattr(result, "error_in_exec", None), NameError)
-                if failed and runner.outputs is not None and not runner._exec_provided \
-                        and (len(runner.forbidden_used) > fired or (runner._builtin_skipped and unbound)):
+                error = getattr(result, "error_in_exec", None)
+                builtin, missing = len(runner.forbidden_used) > fired, isinstance(error, ModuleNotFoundError)
+                if failed and runner.outputs is not None and not runner._exec_provided and (
+                        builtin or missing or (runner._builtin_skipped and isinstance(error, NameError))):
                     if not runner._skip_noted:
-                        runner._stream("stderr", messages._(messages.BUILTIN_STATEMENT_SKIPPED) + "\n")
+                        why = messages.MODULE_STATEMENT_SKIPPED if missing else messages.BUILTIN_STATEMENT_SKIPPED
+                        runner._stream("stderr", messages._(why) + "\n")
                     runner._builtin_skipped = runner._skip_noted = True
                     return False
                 return failed
