@@ -144,6 +144,13 @@ def module_code(qualname: str):
 # IPython methods that run source text (also reached as `ip.ex(...)` after `ip = get_ipython()`).
 IPYTHON_CODE_METHODS = {"run_cell", "run_cell_async", "ex", "ev", "run_code", "run_ast_nodes", "safe_execfile",
                         "safe_execfile_ipy", "safe_run_module", "runcode", "compile", "transform_cell"}
+# torch's settings that notebooks set for reproducibility or speed: flags its kernels read, not code (a red-team
+# pass found `torch.backends.cudnn.deterministic = True` holding every point as a module edit).
+BACKEND_FLAGS = {"torch.backends.cudnn.deterministic", "torch.backends.cudnn.benchmark", "torch.backends.cudnn.enabled",
+                 "torch.backends.cudnn.allow_tf32", "torch.backends.cuda.matmul.allow_tf32",
+                 "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+                 "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction", "torch.backends.mkldnn.enabled",
+                 "torch.backends.opt_einsum.enabled"}
 # Calls of these with only lambdas and numbers time the student's own function (`timeit.timeit(lambda:
 # softmax(x), number=100)`): flagged, never held.  A string statement or `globals` is source text run.
 TIMING_CALLS = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}

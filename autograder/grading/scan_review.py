@@ -10,6 +10,7 @@ from ..sandbox.guest import forbidden
 from .scan_ast import folded_string, is_call_to, is_ipython_call, root_name, short
 from .scan_policy import (
     ATTR_CODE,
+    BACKEND_FLAGS,
     FILE_ATTRIBUTES,
     FOREIGN_MAGICS,
     GRADER_STRINGS,
@@ -228,5 +229,7 @@ class ReviewRules:
                 add(target, "review", "dynamic-code", f"{target.value.func.id}()[...]")
         elif isinstance(target, ast.Attribute):
             root = root_name(target)
+            if self.qualname(target) in BACKEND_FLAGS:
+                return  # a setting read by torch's kernels (`torch.backends.cudnn.deterministic = True`)
             if self.qualname(target) in ("sys.modules", "sys.path") or (root and self.module_like(root)):
                 add(target, "review", "module-edit", ast.unparse(target))

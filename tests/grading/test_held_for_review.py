@@ -158,6 +158,9 @@ FREE = [
     "print('softmax' in globals())",
     "import pdb\nif False:\n    pdb.set_trace()",
     # and a third
+    # a twentieth: settings every reproducibility recipe sets (each held every point as a module edit)
+    "torch.backends.cudnn.deterministic = True\ntorch.backends.cudnn.benchmark = False",
+    "torch.backends.cuda.matmul.allow_tf32 = True",
     "from typing import Literal\ndef pick_dim(dim: \"Literal[-1, 0]\" = -1):\n    return dim",
     "def f(x: 'torch.Tensor | None') -> 'torch.Tensor':\n    return x",
 ]

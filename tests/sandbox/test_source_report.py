@@ -610,3 +610,32 @@ def test_native_code_from_a_file_outside_the_installation_and_subinterpreters_ar
         b"native code loaded from " + str(copied).encode()[-160:]], opaque
     assert b"started a subinterpreter" in opaque and b"imported _xxsubinterpreters" in opaque, opaque
     assert b"imported _cffi_backend" in opaque, opaque
+
+
+def test_a_native_load_must_name_the_installations_file_plainly_and_no_hook_can_be_added(tmp_path):
+    """Red team: an extension's origin given as a str subclass loaded unreported; a second audit hook, run after
+    the runner's, re-pointed a link between the runner's check and the load.  A link or an object as the path is
+    unreadable, and no hook can be added."""
+    import _json
+
+    link = tmp_path / "link.so"
+    link.symlink_to(_json.__file__)  # into the installation: what the runner's check would have resolved
+    reports, status = _reports(f'''
+        import importlib.machinery, sys, types
+
+        class Where(str):
+            pass
+
+        for origin in (Where({_json.__file__!r}), {str(link)!r}):
+            loader = importlib.machinery.ExtensionFileLoader("_json", origin)
+            loader.create_module(types.SimpleNamespace(name="_json", origin=origin))
+        heard = []
+        sys.addaudithook(lambda event, args: heard.append(event))  # refused: CPython drops it silently
+        sys.audit("a.test.event")
+        assert heard == [], heard
+    ''', tmp_path)
+    opaque = [data for kind, data in reports if kind == "opaque"]
+    assert status == 0, reports
+    assert b"native code loaded from a path given as an object" in opaque, opaque
+    assert b"native code loaded from " + str(link).encode()[-160:] in opaque, opaque
+    assert b"added an audit hook" in opaque, opaque

@@ -49,6 +49,10 @@ def install(stream) -> None:
     identity = _identity(fd)
     trusted_roots = _INSTALLED
     installed = (*trusted_roots, os.path.dirname(os.path.realpath(__file__)) + os.sep)
+    # the same directories as the import system names them (read-only in the sandbox, whatever links lead there)
+    read_only_roots = tuple({*installed, os.path.dirname(os.path.abspath(__file__)) + os.sep,
+                             *(os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix))})
+    normpath = os.path.normpath
     loaded = _loaded_files()  # installed files whose code this process has loaded: loading one again is reported
 
     def named(path):
@@ -147,13 +151,23 @@ def install(stream) -> None:
             # command line runs depends on files, PATH and the environment, which the student's code sets
             # (red team: `!ls` with a PATH edit, `%cat /dev/null; sh …`, each started a softmax server).
             send("opaque", b"started a process: " + event.encode())
-        elif event == "import" and len(args) > 1 and type(args[1]) is str_type and args[1]:
+        elif event == "import" and len(args) > 1 and args[1] is not None:
             # A module loaded from a file (an extension module, `ExtensionFileLoader`): native code, which no
             # tripwire sees when it calls a kernel directly (red team: a C++ module written to /tmp, loaded by
             # `torch.utils.cpp_extension._import_module_from_library`, called `at::cpu::_softmax`).  Only the
-            # installation's own files pass.
-            if not realpath(args[1]).startswith(installed):
-                send("opaque", b"native code loaded from " + args[1].encode("utf-8", "replace")[-160:])
+            # installation's own files pass, named under its read-only directories as a plain str with no `..`:
+            # nothing the student writes lies on that path, to be re-pointed between this check and the load
+            # (red team: a str subclass; a link in /tmp re-pointed by a second audit hook).
+            where = args[1]
+            if type(where) is not str_type or normpath(where) != where or not where.startswith(read_only_roots):
+                shown = where if type(where) is str_type else "a path given as an object"
+                send("opaque", b"native code loaded from " + shown.encode("utf-8", "replace")[-160:])
+        elif event == "sys.addaudithook":
+            # A hook added after this one runs after it, on the same event, before CPython acts: it could change
+            # what this hook just checked (red team: a link re-pointed between the check and the load).  Refused:
+            # a RuntimeError here keeps the new hook out.
+            send("opaque", b"added an audit hook")
+            raise RuntimeError("no audit hook may be added while grading")
         elif event == "import" and args and type(args[0]) is str_type and args[0] in native_bridges:
             send("opaque", b"imported " + str_type(args[0]).encode("utf-8", "replace")[:64])
         elif event == "cpython.PyInterpreterState_New":
