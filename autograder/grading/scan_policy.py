@@ -150,7 +150,11 @@ BACKEND_FLAGS = {"torch.backends.cudnn.deterministic", "torch.backends.cudnn.ben
                  "torch.backends.cudnn.allow_tf32", "torch.backends.cuda.matmul.allow_tf32",
                  "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
                  "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction", "torch.backends.mkldnn.enabled",
-                 "torch.backends.opt_einsum.enabled"}
+                 "torch.backends.opt_einsum.enabled",
+                 # and the newer precision settings torch points users to
+                 *(f"torch.backends.{where}fp32_precision" for where in (
+                     "", "cuda.matmul.", "cudnn.", "cudnn.conv.", "cudnn.rnn.", "mkldnn.", "mkldnn.matmul.",
+                     "mkldnn.conv.", "mkldnn.rnn."))}
 # Calls of these with only lambdas and numbers time the student's own function (`timeit.timeit(lambda:
 # softmax(x), number=100)`): flagged, never held.  A string statement or `globals` is source text run.
 TIMING_CALLS = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}

@@ -161,6 +161,7 @@ FREE = [
     # a twentieth: settings every reproducibility recipe sets (each held every point as a module edit)
     "torch.backends.cudnn.deterministic = True\ntorch.backends.cudnn.benchmark = False",
     "torch.backends.cuda.matmul.allow_tf32 = True",
+    "torch.backends.cuda.matmul.fp32_precision = 'tf32'\ntorch.backends.mkldnn.conv.fp32_precision = 'ieee'",
     "from typing import Literal\ndef pick_dim(dim: \"Literal[-1, 0]\" = -1):\n    return dim",
     "def f(x: 'torch.Tensor | None') -> 'torch.Tensor':\n    return x",
 ]

@@ -639,3 +639,20 @@ def test_a_native_load_must_name_the_installations_file_plainly_and_no_hook_can_
     assert b"native code loaded from a path given as an object" in opaque, opaque
     assert b"native code loaded from " + str(link).encode()[-160:] in opaque, opaque
     assert b"added an audit hook" in opaque, opaque
+
+
+def test_a_relative_name_opened_through_a_directory_descriptor_must_not_follow_a_link(tmp_path):
+    """Red team: links named "a" and "b" in a temporary directory, opened relative to its descriptor (which the
+    `open` event does not carry), read /proc/self/maps and wrote /proc/self/mem unreported."""
+    elsewhere = tmp_path / "elsewhere"  # not the child's working directory, against which the hook resolves
+    elsewhere.mkdir()
+    reports, status = _reports(f'''
+        import os
+        os.symlink("/proc/self/" + "ma" + "ps", {str(elsewhere / "b")!r})
+        folder = os.open({str(elsewhere)!r}, os.O_RDONLY)
+        os.close(os.open("b", os.O_RDONLY, dir_fd=folder))
+        os.close(os.open("plain", os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600, dir_fd=folder))
+    ''', tmp_path)
+    opaque = [data for kind, data in reports if kind == "opaque"]
+    assert status == 0, reports
+    assert opaque.count(b"opened a name relative to a directory descriptor, following links") == 1, opaque

@@ -81,6 +81,11 @@ class Runner:
                 runner._add_output({"output_type": "error", "ename": etype.__name__,
                                     "evalue": wire.short(evalue), "traceback": stb[-40:]})
 
+            def enable_gui(self, gui=None):
+                # `%matplotlib inline` asks for no event loop; a Jupyter kernel accepts it, and so must grading
+                # (red team: the magic above a `def` stopped the cell, 34 points lost)
+                pass
+
             def ask_exit(self) -> None:
                 runner._stream("stderr", messages._(messages.EXIT_IGNORED) + "\n")
 

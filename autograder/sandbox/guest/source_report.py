@@ -52,7 +52,7 @@ def install(stream) -> None:
     # the same directories as the import system names them (read-only in the sandbox, whatever links lead there)
     read_only_roots = tuple({*installed, os.path.dirname(os.path.abspath(__file__)) + os.sep,
                              *(os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix))})
-    normpath = os.path.normpath
+    normpath, int_type, no_follow = os.path.normpath, int, os.O_NOFOLLOW
     loaded = _loaded_files()  # installed files whose code this process has loaded: loading one again is reported
 
     def named(path):
@@ -123,11 +123,16 @@ def install(stream) -> None:
                 name = fsdecode(path)
                 opened = realpath(name)
                 # `os.open` (no mode) of a relative name may be relative to any directory (`dir_fd`), which
-                # the event does not carry: there, the file's own name decides.
+                # the event does not carry: there, the file's own name decides, and the name must not be a link
+                # followed (O_NOFOLLOW), which could lead anywhere (red team: a link named "a" in a temporary
+                # directory, opened relative to that directory's descriptor, wrote /proc/self/mem unreported).
                 relative = len(args) > 1 and args[1] is None and not name.startswith("/")
+                flags = args[2] if len(args) > 2 and type(args[2]) is int_type else 0
                 if process_memory.match(opened) or (relative and basename(name) in memory_files):
                     shown = any_pid.sub("/proc/<pid>/", opened)  # the same words in every run
                     send("opaque", b"opened " + shown.encode("utf-8", "replace")[:200])
+                elif relative and not flags & no_follow:
+                    send("opaque", b"opened a name relative to a directory descriptor, following links")
             elif type(path) is not int:
                 send("opaque", b"opened a path given as an object")
         elif event in ("code.__new__", "function.__new__") or (
