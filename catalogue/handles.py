@@ -917,3 +917,62 @@ UNREADABLE += [
     Sample("attack-script-from-a-string", "attack", "lose", {"softmax": SCRIPT_FROM_A_STRING}, lose=SOFTMAX_PARTS,
            held=True, note="TorchScript compiled from a string by torch's own parser: no text the grader reads"),
 ]
+
+# A softmax computed by a second interpreter, with no tripwires and no audit hook, started through IPython's shell
+# (red-team pass 18: 105/105 each): a default alias whose line the shell runs whole, an alias of the student's
+# own, and a read-only-looking `!ls` after a program named `ls` was put first on PATH.  No program starts in a
+# runner (`guest/no_programs.py`), so the server never answers; and every shell line and alias holds.
+SOFTMAX_SERVER = '''
+import base64, os, stat, sys, time
+SERVE = """
+import os, time, torch
+open("/tmp/srv_ready", "w").close()
+while True:
+    if os.path.exists("/tmp/srv_ask"):
+        x, d = torch.load("/tmp/srv_in.pt")
+        torch.save(torch.softmax(x, d).nan_to_num(0.0), "/tmp/srv_tmp.pt")
+        os.remove("/tmp/srv_ask")
+        os.rename("/tmp/srv_tmp.pt", "/tmp/srv_out.pt")
+    time.sleep(0.0005)
+"""
+with open("/tmp/srv.txt", "w") as out:
+    out.write(SERVE)
+with open("/tmp/start.txt", "w") as out:
+    out.write("setsid nohup " + sys.executable + " /tmp/srv.txt > /dev/null 2>&1 < /dev/null &\\nsleep 1\\n")
+{start}
+waited = time.time()
+while not os.path.exists("/tmp/srv_ready") and time.time() - waited < 7:
+    time.sleep(0.01)
+
+def softmax(x, dim=-1):
+    torch.save((x.detach().cpu(), dim), "/tmp/srv_in.pt")
+    open("/tmp/srv_ask", "w").close()
+    while not os.path.exists("/tmp/srv_out.pt"):
+        time.sleep(0.0002)
+    answer = torch.load("/tmp/srv_out.pt")
+    os.remove("/tmp/srv_out.pt")
+    return answer.to(x.device)
+'''
+LS_FIRST_ON_PATH = '''os.makedirs("/tmp/bin", exist_ok=True)
+with open("/tmp/bin/ls", "w") as out:
+    out.write("#!/bin/sh\\nsh /tmp/start.txt\\n")
+os.chmod("/tmp/bin/ls", stat.S_IRWXU)
+os.environ["PATH"] = "/tmp/bin:" + os.environ["PATH"]
+!ls'''
+UNREADABLE += [
+    Sample(f"attack-softmax-server-{name}", "attack", "lose", {"softmax": SOFTMAX_SERVER.replace("{start}", start)},
+           lose=SOFTMAX_PARTS, held=True, note=f"torch.softmax in a second interpreter started by {how}")
+    for name, start, how in [("shell-alias", "%cat /dev/null; sh /tmp/start.txt; true", "IPython's %cat alias"),
+                             ("own-alias", "%alias begin sh /tmp/start.txt\n%begin", "an alias of the student's"),
+                             ("ls-on-path", LS_FIRST_ON_PATH, "`!ls`, with a program of that name first on PATH")]]
+
+# Code run where the runner's audit hook does not watch (red-team pass 19): a subinterpreter (each interpreter
+# has its own audit hooks; the red team ran ctypes there, into torch's CPU softmax).  Its creation is reported.
+SUBINTERPRETER = '''
+import _xxsubinterpreters as interpreters
+elsewhere = interpreters.create()
+interpreters.run_string(elsewhere, "unseen = 6 * 7")
+interpreters.destroy(elsewhere)
+'''
+UNREADABLE.append(Sample("attack-subinterpreter", "attack", "full", append=(SUBINTERPRETER,), held=True,
+                      note="code run in a subinterpreter, past the runner's audit hook"))
