@@ -325,13 +325,10 @@ def _magic_texts(source: str) -> list[str]:
         except (SyntaxError, ValueError, RecursionError):
             continue
         # only a magic that is a statement of its own, which the scan splices in (not `y = %time …`)
-        for node in (n.value for n in ast.walk(tree) if isinstance(n, ast.Expr)):
-            if scan_ast.is_ipython_call(node, "run_cell_magic", "run_line_magic") and len(node.args) >= 2 \
-                    and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
-                cell = node.args[2].value if node.func.attr == "run_cell_magic" and len(node.args) > 2 else None
-                for text, _ in scan_ast.magic_python(node.args[0].value, node.args[1].value, cell):
-                    texts += [text, _as_ipython_runs(text)]
-                    pending.append(text)
+        for magic in (scan_ast.python_magic(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)):
+            for text, _next_line in scan_ast.magic_python(*magic) if magic else ():
+                texts += [text, _as_ipython_runs(text)]
+                pending.append(text)
     return texts
 
 

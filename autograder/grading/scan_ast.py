@@ -26,20 +26,27 @@ class PythonMagics(ast.NodeTransformer):
     """Splices the Python bodies of `%time`/`%%time`-like magics in place, so they are read too."""
 
     def visit_Expr(self, node: ast.Expr) -> Union[ast.AST, list[ast.stmt]]:
-        call = node.value
-        if not (is_ipython_call(call, "run_cell_magic", "run_line_magic") and call.args
-                and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)):
-            return node
-        cell = call.func.attr == "run_cell_magic"
-        if call.args[0].value not in PYTHON_MAGICS or len(call.args) < (3 if cell else 2):
+        magic = python_magic(node.value)
+        if magic is None:
             return node
         spliced = []
-        for text, next_line in magic_python(call.args[0].value, call.args[1].value,
-                                            call.args[2].value if cell else None):
+        for text, next_line in magic_python(*magic):
             body = ast.parse(TransformerManager().transform_cell(text))  # raises as `parse_cell`
             ast.increment_lineno(body, node.lineno if next_line else node.lineno - 1)
             spliced += self.visit(body).body
         return spliced or node
+
+
+def python_magic(call) -> Optional[tuple[str, str, Optional[str]]]:
+    """(name, line, cell body or None) of `get_ipython().run_line_magic(...)` / `run_cell_magic(...)` with string
+    constants for one of `PYTHON_MAGICS`, else None."""
+    if not (is_ipython_call(call, "run_cell_magic", "run_line_magic") and call.args
+            and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)):
+        return None
+    cell = call.func.attr == "run_cell_magic"
+    if call.args[0].value not in PYTHON_MAGICS or len(call.args) < (3 if cell else 2):
+        return None
+    return call.args[0].value, call.args[1].value, call.args[2].value if cell else None
 
 
 def magic_python(name: str, line: str, cell: Optional[str]) -> list[tuple[str, bool]]:
